@@ -1,0 +1,10 @@
+"""The reference backend: every op as plain numpy, writing into preallocated output buffers.
+
+Every other backend is tested against this one, so clarity wins over speed here.
+"""
+from hiapi.backends.base import Backend
+
+backend = Backend()
+backend.name = "numpy"
+
+from hiapi.backends.numpy_backend import kernels  # noqa: E402,F401  (registers the kernels)

@@ -1,0 +1,142 @@
+"""numpy kernels: ``kernel(out, *inputs, **attrs)`` writes into ``out``; view kernels return."""
+import numpy as np
+
+from hiapi.backends.numpy_backend import backend
+
+register = backend.register
+
+_UFUNCS = {name: getattr(np, name) for name in (
+    "negative", "exp", "log", "sqrt", "tanh", "abs", "add", "subtract", "multiply", "divide",
+    "power", "maximum", "minimum", "greater", "greater_equal", "less", "less_equal", "equal",
+    "not_equal")}
+
+
+def _ufunc_kernel(ufunc):
+    def kernel(out, *inputs):
+        ufunc(*inputs, out=out)
+    return kernel
+
+
+for _name, _ufunc in _UFUNCS.items():
+    register(_name)(_ufunc_kernel(_ufunc))
+
+
+@register("sigmoid")
+def sigmoid(out, x):
+    # 1 / (1 + exp(-x)) overflows for very negative x; this form never does
+    np.exp(-np.abs(x), out=out)
+    np.divide(np.where(x >= 0, 1, out), 1 + out, out=out)
+
+
+@register("relu")
+def relu(out, x):
+    np.maximum(x, 0, out=out)
+
+
+@register("where")
+def where(out, cond, a, b):
+    out[...] = np.where(cond, a, b)
+
+
+@register("cast")
+def cast(out, x, dtype):
+    out[...] = x
+
+
+@register("stop_gradient")
+def stop_gradient(x):
+    return x
+
+
+@register("sum")
+def sum_(out, x, axis, keepdims):
+    np.sum(x, axis=axis, keepdims=keepdims, out=out)
+
+
+@register("max")
+def max_(out, x, axis, keepdims):
+    np.max(x, axis=axis, keepdims=keepdims, out=out)
+
+
+@register("argmax")
+def argmax(out, x, axis):
+    np.argmax(x, axis=axis, out=out)
+
+
+@register("size")
+def size(out, x, axis, dtype):
+    out[...] = int(np.prod([x.shape[a] for a in axis]))
+
+
+@register("broadcast_like")
+def broadcast_like(out, x, like):
+    out[...] = x
+
+
+@register("reshape")
+def reshape(x, shape):
+    return np.reshape(x, shape)
+
+
+@register("transpose")
+def transpose(x, axes):
+    return np.transpose(x, axes)
+
+
+@register("expand_dims")
+def expand_dims(x, axis):
+    return np.expand_dims(x, axis)
+
+
+@register("squeeze")
+def squeeze(x, axis):
+    return np.squeeze(x, axis)
+
+
+@register("matmul")
+def matmul(out, a, b):
+    np.matmul(a, b, out=out)
+
+
+def _log_softmax(logits):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+@register("softmax_cross_entropy")
+def softmax_cross_entropy(out, logits, labels):
+    np.sum(labels * _log_softmax(logits), axis=-1, out=out)
+    np.negative(out, out=out)
+
+
+@register("sparse_softmax_cross_entropy")
+def sparse_softmax_cross_entropy(out, logits, labels):
+    depth = logits.shape[-1]
+    if labels.size and (labels.min() < 0 or labels.max() >= depth):
+        bad = labels[(labels < 0) | (labels >= depth)].flat[0]
+        raise ValueError(f"sparse categorical cross-entropy: label {bad} is outside the "
+                         f"{depth} classes [0, {depth - 1}] of the predictions")
+    picked = np.take_along_axis(_log_softmax(logits), labels[..., None].astype(np.intp), -1)
+    np.negative(picked[..., 0], out=out)
+
+
+@register("one_hot")
+def one_hot(out, indices, depth, dtype):
+    out[...] = 0
+    np.put_along_axis(out, indices[..., None].astype(np.intp), 1, axis=-1)
+
+
+@register("gather")
+def gather(out, table, indices):
+    np.take(table, indices, axis=0, out=out)
+
+
+@register("scatter_add")
+def scatter_add(out, updates, indices, like):
+    out[...] = 0
+    np.add.at(out, indices, updates)
+
+
+@register("identity")
+def identity(x):
+    return x

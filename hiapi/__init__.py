@@ -1,0 +1,16 @@
+"""hiapi: a Keras-like deep-learning library built on a symbolic graph compiler.
+
+    import hiapi
+    from hiapi import layers
+    model = hiapi.Sequential([hiapi.Input(shape=(784,)), layers.Dense(10, activation="softmax")])
+    model.compile(optimizer=hiapi.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+"""
+__version__ = "0.1.0"
+
+from hiapi import config, random  # noqa: F401
+from hiapi import backends, graph  # noqa: F401
+from hiapi import activations, initializers, losses, metrics, utils  # noqa: F401
+from hiapi import layers, optimizers, callbacks, models, datasets  # noqa: F401
+from hiapi.layers import Input  # noqa: F401
+from hiapi.models import Model, Sequential  # noqa: F401

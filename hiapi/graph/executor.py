@@ -1,0 +1,84 @@
+"""``Executable``: one compiled graph for one set of concrete input shapes.
+
+Compiling binds every shape, allocates every output buffer once, and turns the graph into a flat
+list of steps (kernel, output slot, input slots, attributes); running is one loop over that list
+with no shape inference and no allocation by the executor in steady state.
+"""
+from hiapi.graph.op import Spec
+from hiapi.graph.ops.sources import Placeholder, Read
+from hiapi.graph.schedule import topological_order
+
+
+class Executable:
+    def __init__(self, inputs, outputs, updates, input_shapes, backend):
+        self.backend = backend
+        order = topological_order(list(outputs) + [value for _, value in updates])
+        slot = {var: i for i, var in enumerate(order)}
+        fed = dict(zip(inputs, input_shapes))
+        self.specs = {}
+        self.buffers = [None] * len(order)
+        self.reads, self.steps = [], []
+        for var in order:
+            self.specs[var] = spec = self._infer(var, fed)
+            self._bind(var, spec, slot, backend)
+        self.order = order
+        self.input_slots = [slot.get(var) for var in inputs]
+        self.output_slots = [slot[var] for var in outputs]
+        self.update_slots = [(variable, slot[value], _may_alias_state(value))
+                             for variable, value in updates]
+
+    def _infer(self, var, fed):
+        op = var.op
+        if isinstance(op, Placeholder):
+            if var not in fed:
+                raise ValueError(f"the graph needs placeholder {var.name or var!r}, which is "
+                                 f"not among the Function's inputs")
+            return Spec(tuple(fed[var]), op.dtype)
+        if op.is_source:
+            return Spec(*op.infer())
+        try:
+            return Spec(*op.infer(*(self.specs[i] for i in var.inputs)))
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"{error} (while compiling for the fed input shapes)") from error
+
+    def _bind(self, var, spec, slot, backend):
+        op, i = var.op, slot[var]
+        if isinstance(op, Read):
+            self.reads.append((i, op.variable))
+        elif isinstance(op, Placeholder):
+            pass
+        elif op.is_source:
+            self.buffers[i] = backend.asarray(op.value)
+        else:
+            kernel = backend.kernel(op)
+            view = op.view_of is not None
+            if not view:
+                self.buffers[i] = backend.empty(spec.shape, spec.dtype)
+            self.steps.append((kernel, i, tuple(slot[v] for v in var.inputs), op.attrs(), view))
+
+    def run(self, arrays):
+        bufs = self.buffers
+        for i, array in zip(self.input_slots, arrays):
+            if i is not None:
+                bufs[i] = array
+        for i, variable in self.reads:
+            bufs[i] = variable.value
+        for kernel, out, ins, attrs, view in self.steps:
+            if view:
+                bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
+            else:
+                kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+        results = [self.backend.to_numpy(bufs[i]).copy() for i in self.output_slots]
+        new_values = [(variable, bufs[i].copy() if alias else bufs[i])
+                      for variable, i, alias in self.update_slots]
+        for variable, value in new_values:
+            self.backend.copy_into(variable.value, value)
+        return results
+
+
+def _may_alias_state(var):
+    """True when ``var`` may share memory with a Variable (a read or a view of one): such an
+    update value is copied before any Variable is written, so every update sees old values."""
+    while var.op.view_of is not None:
+        var = var.inputs[var.op.view_of]
+    return isinstance(var.op, Read)

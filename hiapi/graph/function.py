@@ -1,0 +1,77 @@
+"""``Function``: a compiled graph you call with arrays.
+
+``Function(inputs, outputs, updates)`` takes placeholder Vars as inputs, output Vars, and
+``(Variable, new_value_Var)`` update pairs applied after each call. It compiles one
+``Executable`` per signature of concrete input shapes and caches it, so a smaller last batch
+simply compiles (once) a second executable::
+
+    x = placeholder((None, 2))
+    f = Function([x], x.sum(axis=1) * 2.0)
+    f(np.ones((3, 2)))   # array([4., 4., 4.], dtype=float32)
+"""
+import numpy as np
+
+from hiapi.backends import get_backend
+from hiapi.graph.executor import Executable
+from hiapi.graph.op import as_var
+from hiapi.graph.ops.sources import Placeholder
+from hiapi.graph.var import Var
+
+
+class Function:
+    def __init__(self, inputs, outputs, updates=(), name="function"):
+        self.name = name
+        self.inputs = list(inputs)
+        for var in self.inputs:
+            if not isinstance(var, Var) or not isinstance(var.op, Placeholder):
+                raise TypeError(f"Function {name!r}: inputs must be placeholders, got {var!r}")
+        self._single = isinstance(outputs, Var)
+        self.outputs = [outputs] if self._single else [as_var(v) for v in outputs]
+        self.updates = [(variable, self._check_update(variable, value))
+                        for variable, value in updates]
+        self._executables = {}
+
+    def _check_update(self, variable, value):
+        value = as_var(value, variable.dtype)
+        if len(value.shape) != len(variable.shape) or any(
+                d is not None and d != v for d, v in zip(value.shape, variable.shape)):
+            raise ValueError(f"Function {self.name!r}: update of {variable.name!r} has shape "
+                             f"{value.shape}, the variable has shape {variable.shape}")
+        if value.dtype != variable.dtype:
+            from hiapi.graph.ops import cast
+            value = cast(value, variable.dtype)
+        return value
+
+    def __call__(self, *arrays):
+        if len(arrays) != len(self.inputs):
+            raise ValueError(f"Function {self.name!r} takes {len(self.inputs)} inputs, "
+                             f"got {len(arrays)}")
+        backend = get_backend()
+        fed = [self._coerce(var, array, backend) for var, array in zip(self.inputs, arrays)]
+        executable = self.executable(tuple(tuple(a.shape) for a in fed))
+        results = executable.run(fed)
+        return results[0] if self._single else results
+
+    def executable(self, shapes):
+        """The compiled graph for these concrete input shapes (compiled on first use)."""
+        executable = self._executables.get(shapes)
+        if executable is None:
+            executable = Executable(self.inputs, self.outputs, self.updates, shapes,
+                                    get_backend())
+            self._executables[shapes] = executable
+        return executable
+
+    def _coerce(self, var, array, backend):
+        array = np.asarray(array) if not hasattr(array, "__array_namespace__") else array
+        declared = var.op.shape
+        if array.ndim != len(declared) or any(
+                d is not None and d != a for d, a in zip(declared, array.shape)):
+            name = var.name or "input"
+            raise ValueError(f"Function {self.name!r}: {name} expects shape "
+                             f"{_fmt(declared)}, got an array of shape {array.shape}")
+        return backend.asarray(array, dtype=var.dtype)
+
+
+def _fmt(shape):
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + \
+        ("," if len(shape) == 1 else "") + ")"

@@ -1,0 +1,45 @@
+"""``Variable``: mutable state the graph reads and updates (weights, optimizer slots, counters).
+
+The array lives on the backend; the graph sees it through one ``Read`` Var (``variable.read``),
+the same node everywhere, so gradients can be asked for with respect to it and CSE sees one
+value. A compiled Function writes a Variable only through its ``updates``, after every reader has
+run, so a step always reads the values from before the step.
+"""
+import numpy as np
+
+from hiapi.graph.ops.sources import Read
+
+
+class Variable:
+    def __init__(self, value, name=None, trainable=True, dtype=None):
+        from hiapi.backends import get_backend
+        backend = get_backend()
+        array = np.asarray(value, dtype=dtype)
+        self.value = backend.asarray(np.array(array, copy=True))
+        self.name = name or "variable"
+        self.trainable = trainable
+        self.read = Read(self)()
+
+    @property
+    def shape(self):
+        return tuple(self.value.shape)
+
+    @property
+    def dtype(self):
+        return np.dtype(self.value.dtype)
+
+    def numpy(self):
+        from hiapi.backends import get_backend
+        return get_backend().to_numpy(self.value).copy()
+
+    def assign(self, value):
+        """Copy ``value`` into the variable's buffer (shape must match; dtype is cast)."""
+        array = np.asarray(value)
+        if array.shape != self.shape:
+            raise ValueError(f"Variable {self.name!r}: cannot assign a value of shape "
+                             f"{array.shape}, the variable has shape {self.shape}")
+        from hiapi.backends import get_backend
+        get_backend().copy_into(self.value, array.astype(self.dtype, copy=False))
+
+    def __repr__(self):
+        return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}>"

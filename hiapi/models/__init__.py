@@ -1,0 +1,3 @@
+"""Models: the functional ``Model`` and ``Sequential``."""
+from hiapi.models.functional import Model
+from hiapi.models.sequential import Sequential

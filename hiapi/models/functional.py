@@ -1,0 +1,114 @@
+"""``Model``: a layer graph from inputs to outputs, with the training API.
+
+``Model(inputs, outputs)`` records the layer calls that lead from the ``Input`` Vars to the
+outputs (the *nodes*), so the model can be called again on new inputs, e.g. with
+``training=True`` for the train graph, or inside another model, by replaying those calls::
+
+    inputs = hiapi.Input(shape=(784,))
+    hidden = hiapi.layers.Dense(64, activation="relu")(inputs)
+    model = hiapi.Model(inputs, hiapi.layers.Dense(10)(hidden))
+"""
+from hiapi.graph.var import Var
+from hiapi.layers.input_layer import InputLayer
+from hiapi.layers.layer import Layer, _flatten, _map
+from hiapi.models.trainer import Trainer
+
+
+class Model(Trainer, Layer):
+    def __init__(self, inputs=None, outputs=None, name=None, trainable=True, **kwargs):
+        Layer.__init__(self, name=name, trainable=trainable, **kwargs)
+        Trainer.__init__(self)
+        if inputs is None and outputs is None:
+            return      # subclassed model: layers are attributes, call() is the user's
+        if inputs is None or outputs is None:
+            raise ValueError(f"Model {self.name!r}: give both inputs and outputs")
+        self._inputs_struct, self._outputs_struct = inputs, outputs
+        self.inputs, self.outputs = _flatten(inputs), _flatten(outputs)
+        for var in self.inputs + self.outputs:
+            if not isinstance(var, Var):
+                raise TypeError(f"Model {self.name!r}: inputs and outputs must be symbolic "
+                                f"tensors from hiapi.Input and layer calls, got {var!r}")
+        self._nodes = _collect_nodes(self.name, self.inputs, self.outputs)
+        self._layers = [var._keras_history[0] for var in self.inputs] + \
+            _unique_layers(node[0] for node in self._nodes)
+        for layer in self._layers:
+            if layer not in self._sublayers:
+                self._sublayers.append(layer)
+        self.built = True
+
+    @property
+    def layers(self):
+        return list(getattr(self, "_layers", self._sublayers))
+
+    def get_layer(self, name=None, index=None):
+        if index is not None:
+            return self.layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"Model {self.name!r} has no layer named {name!r}; its layers are "
+                         f"{', '.join(layer.name for layer in self.layers)}")
+
+    def input_specs(self):
+        """(shape, dtype) of each input, batch axis included."""
+        return [(var.shape, var.dtype) for var in self.inputs]
+
+    def call(self, inputs, training=None):
+        new_inputs = _flatten(inputs)
+        if len(new_inputs) != len(self.inputs):
+            raise ValueError(f"Model {self.name!r} takes {len(self.inputs)} inputs, got "
+                             f"{len(new_inputs)}")
+        mapping = {}
+        for index, (old, new) in enumerate(zip(self.inputs, new_inputs)):
+            _check_input(self, index, old.shape, new.shape)
+            mapping[old] = new
+        for layer, call_inputs, call_outputs in self._nodes:
+            outputs = layer(_map(mapping.__getitem__, call_inputs), training=training)
+            for old, new in zip(_flatten(call_outputs), _flatten(outputs)):
+                mapping[old] = new
+        return _map(mapping.__getitem__, self._outputs_struct)
+
+
+def _check_input(model, index, expected, got):
+    if len(expected) != len(got) or any(e is not None and g is not None and e != g
+                                        for e, g in zip(expected, got)):
+        fmt = lambda s: "(" + ", ".join("None" if d is None else str(d) for d in s) + ")"
+        raise ValueError(f"Input {index} of model {model.name!r} is incompatible: expected "
+                         f"shape {fmt(expected)}, got shape {fmt(got)}")
+
+
+def _collect_nodes(model_name, inputs, outputs):
+    """Layer calls between ``inputs`` and ``outputs`` in an order that runs each after the
+    calls producing its inputs."""
+    nodes, done, inputs = [], set(), set(inputs)
+
+    def visit(var, path):
+        if var in inputs:
+            return
+        history = var._keras_history
+        if history is None:
+            raise ValueError(f"Model {model_name!r}: {var!r} was not produced by a layer; "
+                             f"wrap raw ops in a Layer (or hiapi.layers.Lambda)")
+        layer, call_inputs, call_outputs = history
+        if isinstance(layer, InputLayer):
+            raise ValueError(f"Model {model_name!r}: the outputs depend on Input "
+                             f"{layer.name!r}, which is not among the model's inputs")
+        key = id(call_outputs)
+        if key in done:
+            return
+        for inp in _flatten(call_inputs):
+            visit(inp, path)
+        done.add(key)
+        nodes.append(history)
+
+    for var in outputs:
+        visit(var, ())
+    return nodes
+
+
+def _unique_layers(layers):
+    out = []
+    for layer in layers:
+        if layer not in out:
+            out.append(layer)
+    return out

@@ -1,0 +1,70 @@
+"""``Sequential``: a plain stack of layers, each feeding the next."""
+from hiapi.graph import placeholder
+from hiapi.graph.var import Var
+from hiapi.layers.input_layer import InputLayer
+from hiapi.layers.layer import Layer
+from hiapi.models.functional import Model
+
+
+class Sequential(Model):
+    """``Sequential([hiapi.Input(shape=(784,)), Dense(64, activation="relu"), Dense(10)])``.
+
+    The input shape comes from an ``Input`` first element, from ``input_shape=`` on the first
+    layer, or from the data at the first ``fit``/call; weights exist once it is known.
+    """
+
+    def __init__(self, layers=None, name=None, trainable=True):
+        super().__init__(name=name, trainable=trainable)
+        self._stack = []
+        self._input_shape = None
+        self._input_dtype = "float32"
+        for layer in layers or []:
+            self.add(layer)
+
+    def add(self, layer):
+        if isinstance(layer, Var) and isinstance(getattr(layer, "_keras_history", (None,))[0],
+                                                 InputLayer):
+            layer = layer._keras_history[0]
+        if isinstance(layer, InputLayer):
+            if self._stack:
+                raise ValueError(f"Sequential {self.name!r}: an Input must come first")
+            self._input_shape, self._input_dtype = layer.batch_shape, layer.dtype
+            return
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Sequential {self.name!r}: expected a Layer, got {layer!r}")
+        if not self._stack and self._input_shape is None and layer._build_input_shape:
+            self._input_shape = layer._build_input_shape
+        self._stack.append(layer)
+        self._sublayers.append(layer)
+        self.built = False
+        if self._input_shape is not None:
+            self.build(self._input_shape)
+
+    @property
+    def layers(self):
+        return list(self._stack)
+
+    def build(self, input_shape=None):
+        """Trace the stack once on a placeholder: creates every weight and checks shapes."""
+        input_shape = tuple(input_shape or self._input_shape or ())
+        if not input_shape:
+            raise ValueError(f"Sequential {self.name!r}: the input shape is unknown; start "
+                             f"with hiapi.Input(shape=...) or call build(input_shape)")
+        self._input_shape = input_shape
+        x = placeholder(input_shape, self._input_dtype)
+        for layer in self._stack:
+            x = layer(x)
+        self.built = True
+
+    def input_specs(self):
+        if self._input_shape is None:
+            return None
+        return [(self._input_shape, self._input_dtype)]
+
+    def call(self, inputs, training=None):
+        if self._input_shape is not None:
+            from hiapi.models.functional import _check_input
+            _check_input(self, 0, self._input_shape, inputs.shape)
+        for layer in self._stack:
+            inputs = layer(inputs, training=training)
+        return inputs

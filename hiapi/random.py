@@ -1,0 +1,28 @@
+"""The library's one source of randomness on the host (weight initialisation, shuffling).
+
+``hiapi.utils.set_random_seed(seed)`` reseeds it, which is what makes two runs with the same
+seed produce identical weights and the same batch order.
+"""
+import random as _py_random
+
+import numpy as np
+
+_generator = np.random.default_rng()
+
+
+def generator():
+    return _generator
+
+
+def set_seed(seed):
+    """Reseed hiapi's generator, Python's ``random`` and numpy's legacy global generator."""
+    global _generator
+    seed = int(seed)
+    _generator = np.random.default_rng(seed)
+    _py_random.seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+def make_generator(seed=None):
+    """A generator for one initializer: its own when ``seed`` is given, else the global one."""
+    return np.random.default_rng(seed) if seed is not None else _generator

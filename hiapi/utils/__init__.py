@@ -1,0 +1,33 @@
+"""Helpers with Keras's names: seeding, label encoding, sessions."""
+import numpy as np
+
+from hiapi import random as _random
+from hiapi.utils.naming import clear_session
+
+
+def set_random_seed(seed):
+    """Seed every random choice hiapi makes (initial weights, shuffling), as
+    ``keras.utils.set_random_seed`` does: two runs with the same seed train identically.
+
+    >>> hiapi.utils.set_random_seed(42)
+    """
+    _random.set_seed(seed)
+
+
+def to_categorical(x, num_classes=None):
+    """One-hot encode integer class labels: ``to_categorical([0, 2], 3)`` gives
+    ``[[1, 0, 0], [0, 0, 1]]`` as float32. A trailing axis of size 1 is dropped first."""
+    x = np.asarray(x)
+    if x.size and not np.all(np.equal(np.mod(x, 1), 0)):
+        raise ValueError("to_categorical: labels must be whole numbers, got non-integer values")
+    x = x.astype(np.int64)
+    if x.ndim > 1 and x.shape[-1] == 1:
+        x = x[..., 0]
+    if num_classes is None:
+        num_classes = int(x.max()) + 1 if x.size else 0
+    if x.size and (x.min() < 0 or x.max() >= num_classes):
+        raise ValueError(f"to_categorical: labels must lie in [0, {num_classes - 1}] for "
+                         f"num_classes={num_classes}, got values from {x.min()} to {x.max()}")
+    out = np.zeros(x.shape + (num_classes,), dtype=np.float32)
+    np.put_along_axis(out, x[..., None], 1.0, axis=-1)
+    return out

@@ -1,0 +1,21 @@
+"""Unique default names for layers and models, as Keras gives them: dense, dense_1, dense_2."""
+import re
+from collections import defaultdict
+
+_counts = defaultdict(int)
+
+
+def snake_case(class_name):
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", class_name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+def unique_name(base):
+    count = _counts[base]
+    _counts[base] += 1
+    return base if count == 0 else f"{base}_{count}"
+
+
+def clear_session():
+    """Forget default-name counters (``keras.utils.clear_session``): the next Dense is 'dense'."""
+    _counts.clear()

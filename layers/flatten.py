@@ -1,0 +1,28 @@
+"""``Flatten``: keeps the batch axis, merges the rest (a view, no copy)."""
+import math
+
+from hiapi.graph import ops
+from hiapi.layers.input_spec import InputSpec
+from hiapi.layers.layer import Layer
+
+
+class Flatten(Layer):
+    def __init__(self, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        if data_format not in (None, "channels_last", "channels_first"):
+            raise ValueError(f"Flatten {self.name!r}: data_format must be channels_last or "
+                             f"channels_first, got {data_format!r}")
+        self.data_format = data_format or "channels_last"
+        self.input_spec = InputSpec(min_ndim=1)
+
+    def call(self, inputs, training=None):
+        rest = inputs.shape[1:]
+        if None in rest:
+            raise ValueError(f"Flatten {self.name!r}: all but the batch axis must be known, "
+                             f"got input shape {inputs.shape}")
+        if self.data_format == "channels_first" and len(rest) > 1:
+            inputs = ops.transpose(inputs, (0,) + tuple(range(2, inputs.ndim)) + (1,))
+        return ops.reshape(inputs, (-1, math.prod(rest)))
+
+    def get_config(self):
+        return {**super().get_config(), "data_format": self.data_format}

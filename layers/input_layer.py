@@ -1,0 +1,35 @@
+"""``Input`` and ``InputLayer``: where a functional model's graph starts."""
+import numpy as np
+
+from hiapi.graph import placeholder
+from hiapi.layers.layer import Layer
+
+
+class InputLayer(Layer):
+    """Holds the placeholder a functional model is traced from; it has no weights."""
+
+    def __init__(self, shape=None, batch_size=None, dtype=None, name=None, **kwargs):
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        if shape is None:
+            raise ValueError(f"InputLayer {self.name!r}: shape is required, e.g. shape=(28, 28)")
+        try:
+            shape = tuple(None if d is None else int(d) for d in shape)
+        except TypeError:
+            raise ValueError(f"Input shape must be a tuple without the batch axis, e.g. "
+                             f"shape=(784,), got {shape!r}") from None
+        self.batch_shape = (batch_size,) + shape
+        self.output = placeholder(self.batch_shape, np.dtype(self.dtype), name=self.name)
+        self.output._keras_history = (self, (), self.output)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        return inputs
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype, "shape": self.batch_shape[1:],
+                "batch_size": self.batch_shape[0]}
+
+
+def Input(shape=None, batch_size=None, dtype=None, name=None):
+    """A symbolic input: ``x = hiapi.Input(shape=(28, 28))`` (shape without the batch axis)."""
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name).output

@@ -1,0 +1,183 @@
+"""``Layer``: the unit models are made of, with Keras's contract.
+
+``__init__`` stores and validates configuration; ``build(input_shape)`` creates weights with
+``add_weight`` the first time the layer is called (so shapes come from the data, not the user);
+``call(inputs, training)`` computes the output with graph ops only. Calling a layer on a
+symbolic Var traces it into the graph; calling it on a numpy array runs it eagerly through a
+cached compiled Function and returns a numpy array::
+
+    dense = hiapi.layers.Dense(4)
+    y = dense(np.ones((2, 3)))     # builds (3 -> 4), runs, returns a (2, 4) array
+"""
+import numpy as np
+
+from hiapi import initializers
+from hiapi.graph import Function, Variable, ops, placeholder
+from hiapi.graph.var import Var
+from hiapi.utils.naming import snake_case, unique_name
+
+
+class Layer:
+    def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, input_dim=None,
+                 **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
+                            f"{', '.join(sorted(kwargs))}")
+        self.name = name or unique_name(snake_case(type(self).__name__))
+        self.trainable = trainable
+        self.dtype = np.dtype(dtype or "float32").name
+        self.built = False
+        self.input_spec = None
+        self._weights = []
+        self._sublayers = []
+        self._eager_functions = {}
+        if input_dim is not None and input_shape is None:
+            input_shape = (input_dim,)
+        self._build_input_shape = None if input_shape is None else (None,) + tuple(input_shape)
+
+    def __setattr__(self, name, value):
+        # track layers held as attributes, so their weights belong to this layer (as Keras does)
+        if isinstance(value, Layer) and name != "_outer" and "_sublayers" in self.__dict__:
+            if value not in self._sublayers:
+                self._sublayers.append(value)
+        super().__setattr__(name, value)
+
+    # ---- weights -----------------------------------------------------------------------------
+    def add_weight(self, shape=(), initializer="glorot_uniform", name=None, trainable=True,
+                   dtype=None):
+        """Create a Variable owned by this layer, initialised now, named ``layer/name``."""
+        dtype = np.dtype(dtype or self.dtype)
+        value = initializers.get(initializer)(tuple(int(d) for d in shape), dtype)
+        variable = Variable(value, name=f"{self.name}/{name or 'weight'}", trainable=trainable,
+                            dtype=dtype)
+        self._weights.append(variable)
+        return variable
+
+    @property
+    def weights(self):
+        return _unique(self._weights + [w for layer in self._sublayers for w in layer.weights])
+
+    @property
+    def trainable_weights(self):
+        if not self.trainable:
+            return []
+        own = [v for v in self._weights if v.trainable]
+        return _unique(own + [w for layer in self._sublayers for w in layer.trainable_weights])
+
+    @property
+    def non_trainable_weights(self):
+        trainable = {id(v) for v in self.trainable_weights}
+        return [v for v in self.weights if id(v) not in trainable]
+
+    def get_weights(self):
+        return [v.numpy() for v in self.weights]
+
+    def set_weights(self, weights):
+        self._require_built("set_weights")
+        mine = self.weights
+        if len(weights) != len(mine):
+            raise ValueError(f"Layer {self.name!r}: set_weights got {len(weights)} arrays, the "
+                             f"layer has {len(mine)} weights "
+                             f"({', '.join(str(v.shape) for v in mine)})")
+        for variable, value in zip(mine, weights):
+            if np.shape(value) != variable.shape:
+                raise ValueError(f"Layer {self.name!r}: weight {variable.name!r} has shape "
+                                 f"{variable.shape}, set_weights got shape {np.shape(value)}")
+        for variable, value in zip(mine, weights):
+            variable.assign(value)
+
+    def count_params(self):
+        self._require_built("count_params")
+        return int(sum(np.prod(v.shape) for v in self.weights))
+
+    def _require_built(self, what):
+        if not self.built:
+            raise ValueError(f"Layer {self.name!r} has not been built yet, so {what}() has no "
+                             f"weights to use: call it on an input first, or call "
+                             f"build(input_shape)")
+
+    # ---- building and calling ----------------------------------------------------------------
+    def build(self, input_shape):
+        self.built = True
+
+    def call(self, inputs, training=None):
+        raise NotImplementedError(f"{type(self).__name__}.call")
+
+    def __call__(self, inputs, training=None):
+        flat = _flatten(inputs)
+        if all(isinstance(v, Var) for v in flat):
+            return self._call_symbolic(inputs, training)
+        if any(isinstance(v, Var) for v in flat):
+            raise TypeError(f"Layer {self.name!r}: inputs mix symbolic Vars and arrays")
+        return self._call_eager(inputs, training)
+
+    def _call_symbolic(self, inputs, training):
+        flat = _flatten(inputs)
+        if not self.built:
+            shapes = [v.shape for v in flat]
+            self.build(shapes[0] if len(shapes) == 1 else shapes)
+            self.built = True
+        if self.input_spec is not None:
+            specs = self.input_spec if isinstance(self.input_spec, list) else [self.input_spec]
+            for index, (spec, var) in enumerate(zip(specs, flat)):
+                spec.check(self, index, var.shape)
+        outputs = self.call(inputs, training=training)
+        outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
+        for var in _flatten(outputs):
+            var._keras_history = (self, inputs, outputs)
+        self._output_shape = _map(lambda v: v.shape, outputs)
+        return outputs
+
+    def _call_eager(self, inputs, training):
+        arrays = [np.asarray(a) for a in _flatten(inputs)]
+        key = (bool(training),) + tuple((a.shape[1:], a.dtype.kind) for a in arrays)
+        function = self._eager_functions.get(key)
+        if function is None:
+            holders = [placeholder((None,) + a.shape[1:],
+                                   self.dtype if a.dtype.kind == "f" else a.dtype)
+                       for a in arrays]
+            structured = holders[0] if len(holders) == 1 and not isinstance(inputs, (list, tuple)) \
+                else holders
+            outputs = self._call_symbolic(structured, training)
+            function = Function(holders, _flatten(outputs), name=f"{self.name}_eager")
+            self._eager_functions[key] = (function, outputs)
+        else:
+            function, outputs = function
+        results = iter(function(*arrays))
+        return _map(lambda _: next(results), outputs)
+
+    def compute_output_shape(self, input_shape):
+        """Output shape for ``input_shape``, found by tracing the layer on a placeholder."""
+        out = self._call_symbolic(placeholder(tuple(input_shape), self.dtype), False)
+        return _map(lambda v: v.shape, out)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name!r} built={self.built}>"
+
+
+def _flatten(structure):
+    if isinstance(structure, (list, tuple)):
+        return [v for item in structure for v in _flatten(item)]
+    return [structure]
+
+
+def _map(fn, structure):
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(_map(fn, item) for item in structure)
+    return fn(structure)
+
+
+def _unique(variables):
+    seen, out = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out

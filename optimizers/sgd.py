@@ -1,0 +1,43 @@
+"""Stochastic gradient descent with momentum and Nesterov momentum (Keras's formulation)."""
+from hiapi.optimizers.optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """``SGD(learning_rate=0.01, momentum=0.0, nesterov=False)``.
+
+    With velocity ``v`` (zero at start), each step, as in Keras::
+
+        v <- momentum * v - lr * g
+        w <- w + v                       (nesterov=False)
+        w <- w + momentum * v - lr * g   (nesterov=True)
+
+    Sutskever et al., "On the importance of initialization and momentum in deep learning", 2013.
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        if not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum!r}")
+        self.momentum = float(momentum)
+        self.nesterov = bool(nesterov)
+
+    def build(self, variables):
+        if self.momentum:
+            for variable in variables:
+                self.add_slot(variable, "momentum")
+        super().build(variables)
+
+    def update_step(self, gradient, variable, lr):
+        w = variable.read
+        if not self.momentum:
+            return [(variable, w - lr * gradient)]
+        velocity = self.get_slot(variable, "momentum")
+        new_velocity = self.momentum * velocity.read - lr * gradient
+        if self.nesterov:
+            new_w = w + self.momentum * new_velocity - lr * gradient
+        else:
+            new_w = w + new_velocity
+        return [(velocity, new_velocity), (variable, new_w)]
+
+    def get_config(self):
+        return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}
