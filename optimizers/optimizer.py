@@ -1,25 +1,56 @@
 """``Optimizer``: the base that turns gradients into update ops in the train graph.
 
-A subclass writes only ``build`` (its slot Variables) and ``update_step`` (the update rule as
-ops); the base owns what every optimizer shares: the learning rate, fed as a graph input every
-step so a schedule never recompiles, and the iteration counter, a Variable updated in the graph.
+A subclass writes only ``build`` (its slot Variables) and ``update_step`` (its rule, as ops on
+the gradient and the current weight value). The base owns what every optimizer shares, as
+Keras 3's does:
+
+- the learning rate, a graph input fed every step (``step_inputs``/``step_values``), so a
+  schedule or a changed rate never recompiles; a schedule is evaluated at ``iterations``;
+- the iteration counter, a Variable incremented in the graph;
+- ``clipnorm`` / ``clipvalue`` / ``global_clipnorm`` (at most one);
+- decoupled weight decay ``w <- w - lr * weight_decay * w`` before the update (Loshchilov &
+  Hutter, https://arxiv.org/abs/1711.05101);
+- ``gradient_accumulation_steps=k``: gradients of k micro-batches are summed in slots and one
+  update with their mean is applied on every k-th step, which equals one step on a k-times
+  larger batch. Unlike Keras 3, schedules and Adam's bias correction count *applied updates*
+  (``iterations // k``), not micro-steps, so the equality holds for every optimizer.
 """
 import numpy as np
 
-from hiapi.graph import Variable, ops
+from hiapi.graph import Variable, ops, placeholder
+from hiapi.optimizers import clipping
 
 
 class Optimizer:
-    def __init__(self, learning_rate=0.001, name=None, **kwargs):
+    def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, gradient_accumulation_steps=None, name=None, **kwargs):
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}")
         self.name = name or type(self).__name__
         self.learning_rate = learning_rate
+        if sum(c is not None for c in (clipnorm, clipvalue, global_clipnorm)) > 1:
+            raise ValueError(f"{self.name}: set at most one of clipnorm, clipvalue and "
+                             f"global_clipnorm, got {clipnorm=}, {clipvalue=}, "
+                             f"{global_clipnorm=}")
+        for arg, value in (("clipnorm", clipnorm), ("clipvalue", clipvalue),
+                           ("global_clipnorm", global_clipnorm), ("weight_decay", weight_decay)):
+            if value is not None and not value >= 0:
+                raise ValueError(f"{self.name}: {arg} must be non-negative, got {value!r}")
+        if gradient_accumulation_steps is not None and (
+                int(gradient_accumulation_steps) != gradient_accumulation_steps or
+                gradient_accumulation_steps < 1):
+            raise ValueError(f"{self.name}: gradient_accumulation_steps must be a positive "
+                             f"integer, got {gradient_accumulation_steps!r}")
+        self.weight_decay = weight_decay
+        self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
+        self.gradient_accumulation_steps = gradient_accumulation_steps
         self.iterations = Variable(np.int64(0), name=f"{self.name}/iterations", trainable=False)
         self._slots = {}
+        self._step_inputs = None
         self.built = False
 
+    # ---- learning rate -----------------------------------------------------------------------
     @property
     def learning_rate(self):
         return self._learning_rate
@@ -31,18 +62,48 @@ class Optimizer:
                              f"schedule, got {value!r}")
         self._learning_rate = value
 
-    def current_learning_rate(self):
-        """The value fed to the graph this step (a schedule is evaluated at ``iterations``)."""
-        lr = self._learning_rate
-        return float(lr(int(self.iterations.numpy())) if callable(lr) else lr)
+    def update_index(self):
+        """How many updates have been applied (= iterations unless gradients accumulate)."""
+        return int(self.iterations.numpy()) // (self.gradient_accumulation_steps or 1)
 
+    def current_learning_rate(self):
+        """The rate fed to the graph this step (a schedule is evaluated at ``update_index``)."""
+        lr = self._learning_rate
+        return float(lr(self.update_index()) if callable(lr) else lr)
+
+    def step_inputs(self):
+        """Placeholders the train step takes from the host each step: the learning rate, the
+        1-based number of the update being made, and, with gradient accumulation, whether
+        this step applies the update."""
+        if self._step_inputs is None:
+            self._step_inputs = [placeholder((), "float32", name="learning_rate"),
+                                 placeholder((), "float64", name="update_number")]
+            if self.gradient_accumulation_steps:
+                self._step_inputs.append(placeholder((), "bool", name="apply_update"))
+        return self._step_inputs
+
+    def step_values(self):
+        values = [self.current_learning_rate(), float(self.update_index() + 1)]
+        if self.gradient_accumulation_steps:
+            step = int(self.iterations.numpy())
+            values.append((step + 1) % self.gradient_accumulation_steps == 0)
+        return values
+
+    def update_number(self, dtype):
+        """The 1-based number of the update being made, as a graph scalar (Adam's t)."""
+        return ops.cast(self.step_inputs()[1], dtype)
+
+    # ---- slots -------------------------------------------------------------------------------
     def build(self, variables):
+        if self.gradient_accumulation_steps:
+            for variable in variables:
+                self.add_slot(variable, "accumulated_gradient")
         self.built = True
 
     def add_slot(self, variable, slot_name, initial=0.0):
         """A Variable shaped like ``variable`` holding per-parameter optimizer state."""
         slot = Variable(np.full(variable.shape, initial, variable.dtype),
-                        name=f"{self.name}/{variable.name}/{slot_name}", trainable=False)
+                        name=f"{variable.name}/{slot_name}", trainable=False)
         self._slots[(id(variable), slot_name)] = slot
         return slot
 
@@ -51,24 +112,66 @@ class Optimizer:
 
     @property
     def variables(self):
+        """Every state Variable: the iteration counter, then the slots in creation order."""
         return [self.iterations] + list(self._slots.values())
 
-    def update_step(self, gradient, variable, learning_rate):
-        """Update ops for one parameter: a list of ``(Variable, new_value_Var)``."""
+    # ---- the update graph --------------------------------------------------------------------
+    def update_step(self, gradient, value, variable, learning_rate):
+        """The rule for one parameter: ``(Variable, new_value_Var)`` pairs, the parameter's
+        own among them. ``value`` is the parameter's current value (after weight decay)."""
         raise NotImplementedError
 
-    def get_updates(self, gradients, variables, learning_rate):
-        """All update pairs for one step; ``learning_rate`` is the scalar graph input."""
+    def apply_weight_decay(self, value, variable, learning_rate):
+        if not self.weight_decay:
+            return value
+        return value - value * (learning_rate * self.weight_decay)
+
+    def clip_gradients(self, gradients):
+        if self.clipnorm is not None:
+            return [clipping.clip_by_norm(g, self.clipnorm) for g in gradients]
+        if self.clipvalue is not None:
+            return [clipping.clip_by_value(g, self.clipvalue) for g in gradients]
+        if self.global_clipnorm is not None:
+            return clipping.clip_by_global_norm(gradients, self.global_clipnorm)
+        return gradients
+
+    def get_updates(self, gradients, variables):
+        """All update pairs of one train step (parameters, slots, the counter)."""
         pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
         if not self.built:
             self.build([v for _, v in pairs])
-        updates = []
-        for gradient, variable in pairs:
-            lr = ops.cast(learning_rate, variable.dtype)
-            updates += self.update_step(gradient, variable, lr)
+        inputs = self.step_inputs()
+        gradients = [g for g, _ in pairs]
+        if self.gradient_accumulation_steps:
+            apply_now, updates, gradients = self._accumulate(pairs, inputs[2])
+        else:
+            apply_now, updates = None, []
+        gradients = self.clip_gradients(gradients)
+        for gradient, (_, variable) in zip(gradients, pairs):
+            lr = ops.cast(inputs[0], variable.dtype)
+            value = self.apply_weight_decay(variable.read, variable, lr)
+            step = self.update_step(gradient, value, variable, lr)
+            if apply_now is not None:   # between updates every state keeps its old value
+                step = [(state, ops.where(apply_now, new, state.read)) for state, new in step]
+            updates += step
         updates.append((self.iterations, self.iterations.read + 1))
         return updates
 
+    def _accumulate(self, pairs, apply_now):
+        steps = self.gradient_accumulation_steps
+        updates, means = [], []
+        for gradient, variable in pairs:
+            slot = self.get_slot(variable, "accumulated_gradient")
+            total = slot.read + gradient
+            means.append(total / float(steps))
+            updates.append((slot, ops.where(apply_now, 0.0, total)))
+        return apply_now, updates, means
+
     def get_config(self):
         lr = self._learning_rate
-        return {"name": self.name, "learning_rate": lr if not callable(lr) else repr(lr)}
+        lr = lr.get_config() | {"class_name": type(lr).__name__} if hasattr(lr, "get_config") \
+            else lr
+        return {"name": self.name, "learning_rate": lr, "weight_decay": self.weight_decay,
+                "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
+                "global_clipnorm": self.global_clipnorm,
+                "gradient_accumulation_steps": self.gradient_accumulation_steps}

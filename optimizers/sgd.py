@@ -3,7 +3,7 @@ from hiapi.optimizers.optimizer import Optimizer
 
 
 class SGD(Optimizer):
-    """``SGD(learning_rate=0.01, momentum=0.0, nesterov=False)``.
+    """``SGD(learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None)``.
 
     With velocity ``v`` (zero at start), each step, as in Keras::
 
@@ -17,7 +17,7 @@ class SGD(Optimizer):
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD", **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum!r}")
+            raise ValueError(f"{self.name}: momentum must be in [0, 1], got {momentum!r}")
         self.momentum = float(momentum)
         self.nesterov = bool(nesterov)
 
@@ -27,17 +27,16 @@ class SGD(Optimizer):
                 self.add_slot(variable, "momentum")
         super().build(variables)
 
-    def update_step(self, gradient, variable, lr):
-        w = variable.read
+    def update_step(self, gradient, value, variable, lr):
         if not self.momentum:
-            return [(variable, w - lr * gradient)]
+            return [(variable, value - lr * gradient)]
         velocity = self.get_slot(variable, "momentum")
         new_velocity = self.momentum * velocity.read - lr * gradient
         if self.nesterov:
-            new_w = w + self.momentum * new_velocity - lr * gradient
+            new_value = value + self.momentum * new_velocity - lr * gradient
         else:
-            new_w = w + new_velocity
-        return [(velocity, new_velocity), (variable, new_w)]
+            new_value = value + new_velocity
+        return [(velocity, new_velocity), (variable, new_value)]
 
     def get_config(self):
         return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}

@@ -57,6 +57,12 @@ class Executable:
             self.steps.append((kernel, i, tuple(slot[v] for v in var.inputs), op.attrs(), view))
 
     def run(self, arrays):
+        # Overflow and invalid values are reported where they matter (the trainer stops on a
+        # non-finite loss); warnings from inside kernels would only repeat it, once per op.
+        with self.backend.xp.errstate(all="ignore"):
+            return self._run(arrays)
+
+    def _run(self, arrays):
         bufs = self.buffers
         for i, array in zip(self.input_slots, arrays):
             if i is not None:

@@ -62,11 +62,11 @@ def train_function(model, xs, ys):
     outputs = _flatten(model(inputs[0] if len(inputs) == 1 else inputs, training=True))
     targets = _targets(model, outputs, ys)
     total, statistics = _loss_and_statistics(model, targets, outputs)
-    learning_rate = placeholder((), "float32", name="learning_rate")
     params = model.trainable_weights
     if not params:
         raise ValueError(f"Model {model.name!r} has no trainable weights to train")
     gradients = grad(total, [v.read for v in params])
-    updates = model.optimizer.get_updates(gradients, params, learning_rate)
-    return Function(inputs + targets + [learning_rate], [total] + statistics, updates,
+    updates = model.optimizer.get_updates(gradients, params)
+    return Function(inputs + targets + model.optimizer.step_inputs(), [total] + statistics,
+                    updates,
                     name="train_step")

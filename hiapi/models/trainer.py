@@ -165,7 +165,7 @@ class Trainer:
             for step, index in enumerate(batches[:steps_total]):
                 hooks.on_train_batch_begin(step)
                 feed = [a[index] for a in xs] + [a[index] for a in ys]
-                results = train(*feed, self.optimizer.current_learning_rate())
+                results = train(*feed, *self.optimizer.step_values())
                 loss = self._record(results, len(feed[0]))
                 if not np.isfinite(loss):
                     raise FloatingPointError(
@@ -246,8 +246,7 @@ class Trainer:
         self._require_compiled("train_on_batch")
         xs, ys = self._prepare(x, y)
         self._reset_metrics()
-        self._record(self._step("train", xs, ys)(*xs, *ys,
-                                                  self.optimizer.current_learning_rate()),
+        self._record(self._step("train", xs, ys)(*xs, *ys, *self.optimizer.step_values()),
                      len(xs[0]))
         return self._batch_result(return_dict)
 
