@@ -116,7 +116,13 @@ _BY_NAME = {
 
 
 def get(identifier):
-    """An initializer from a name (``"he_normal"``), a class name, or a callable."""
+    """An initializer from a name (``"he_normal"``), a class name, a config dict from
+    ``serialize``, or a callable."""
+    if isinstance(identifier, dict):
+        cls = {"VarianceScaling": VarianceScaling, "Zeros": Zeros, "Ones": Ones,
+               "Constant": Constant, "RandomNormal": RandomNormal,
+               "RandomUniform": RandomUniform}[identifier["class_name"]]
+        return cls(**identifier["config"])
     if callable(identifier) and not isinstance(identifier, type):
         return identifier
     if isinstance(identifier, str):
@@ -131,3 +137,13 @@ def get(identifier):
 def _snake(name):
     from hiapi.utils.naming import snake_case
     return snake_case(name)
+
+
+def serialize(initializer):
+    """A JSON-able description: the name as given, or the class and its arguments."""
+    if isinstance(initializer, str):
+        return initializer
+    if isinstance(initializer, Initializer):
+        return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
+    raise TypeError(f"cannot save initializer {initializer!r}: use a name or a "
+                    f"hiapi.initializers.Initializer")

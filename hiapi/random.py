@@ -8,6 +8,7 @@ import random as _py_random
 import numpy as np
 
 _generator = np.random.default_rng()
+_shuffle_seed = int(np.random.SeedSequence().entropy % 2**63)
 
 
 def generator():
@@ -16,9 +17,10 @@ def generator():
 
 def set_seed(seed):
     """Reseed hiapi's generator, Python's ``random`` and numpy's legacy global generator."""
-    global _generator
+    global _generator, _shuffle_seed
     seed = int(seed)
     _generator = np.random.default_rng(seed)
+    _shuffle_seed = seed
     _py_random.seed(seed)
     np.random.seed(seed % 2**32)
 
@@ -26,3 +28,20 @@ def set_seed(seed):
 def make_generator(seed=None):
     """A generator for one initializer: its own when ``seed`` is given, else the global one."""
     return np.random.default_rng(seed) if seed is not None else _generator
+
+
+def epoch_generator(epoch):
+    """The generator that orders epoch ``epoch``'s batches. It depends only on the seed and the
+    epoch number, so a run resumed from a checkpoint at epoch e shuffles exactly as the
+    uninterrupted run did."""
+    return np.random.default_rng([_shuffle_seed, int(epoch)])
+
+
+def shuffle_seed():
+    return _shuffle_seed
+
+
+def set_shuffle_seed(seed):
+    """Restore the batch order of a backed-up run (BackupAndRestore does this on resume)."""
+    global _shuffle_seed
+    _shuffle_seed = int(seed)

@@ -1,4 +1,8 @@
-"""Callbacks with Keras's hook names."""
+"""Callbacks with Keras's names and hook names."""
 from hiapi.callbacks.callback import Callback, CallbackList
 from hiapi.callbacks.history import History
 from hiapi.callbacks.progbar import ProgbarLogger
+from hiapi.callbacks.early_stopping import EarlyStopping
+from hiapi.callbacks.checkpoint import BackupAndRestore, ModelCheckpoint
+from hiapi.callbacks.lr_callbacks import LearningRateScheduler, ReduceLROnPlateau
+from hiapi.callbacks.simple import CSVLogger, LambdaCallback, TerminateOnNaN

@@ -45,7 +45,11 @@ class CallbackList:
         if not hook.startswith("on_"):
             raise AttributeError(hook)
 
+        takes_index = "epoch" in hook or "batch" in hook
+
         def call(*args):
+            if len(args) < 1 + takes_index:      # hooks always get a logs dict, as in Keras
+                args = args + ({},)
             for callback in self.callbacks:
                 getattr(callback, hook)(*args)
         return call

@@ -49,6 +49,20 @@ class Model(Trainer, Layer):
         raise ValueError(f"Model {self.name!r} has no layer named {name!r}; its layers are "
                          f"{', '.join(layer.name for layer in self.layers)}")
 
+    def save(self, filepath, include_optimizer=True):
+        """Save architecture, weights, compile configuration and optimizer state to one file
+        (atomically); ``hiapi.models.load_model(filepath)`` restores it."""
+        from hiapi.saving import save_model
+        save_model(self, filepath, include_optimizer=include_optimizer)
+
+    def save_weights(self, filepath):
+        from hiapi.saving import save_weights
+        save_weights(self, filepath)
+
+    def load_weights(self, filepath):
+        from hiapi.saving import load_weights
+        load_weights(self, filepath)
+
     def input_specs(self):
         """(shape, dtype) of each input, batch axis included."""
         return [(var.shape, var.dtype) for var in self.inputs]

@@ -156,27 +156,33 @@ class Trainer:
                                            "verbose": verbose})
         train = self._step("train", xs, ys)
         self.stop_training = False
+        self._resume_at = None
         hooks.on_train_begin()
-        logs = {}
+        skip = 0
+        if self._resume_at is not None:          # set by BackupAndRestore
+            initial_epoch, skip = self._resume_at
+        logs, step_values = {}, self.optimizer.step_values()
         for epoch in range(initial_epoch, epochs):
             self._reset_metrics()
             hooks.on_epoch_begin(epoch)
-            batches = data.batch_indices(n, batch_size, shuffle, _random.generator())
-            for step, index in enumerate(batches[:steps_total]):
+            batches = data.batch_indices(n, batch_size, shuffle, _random.epoch_generator(epoch))
+            for step in range(skip, min(len(batches), steps_total)):
                 hooks.on_train_batch_begin(step)
-                feed = [a[index] for a in xs] + [a[index] for a in ys]
-                results = train(*feed, *self.optimizer.step_values())
+                feed = [a[batches[step]] for a in xs] + [a[batches[step]] for a in ys]
+                step_values = self.optimizer.step_values()
+                results = train(*feed, *step_values)
                 loss = self._record(results, len(feed[0]))
-                if not np.isfinite(loss):
+                logs = self._logs()
+                hooks.on_train_batch_end(step, logs)
+                if not np.isfinite(loss) and not self.stop_training:
                     raise FloatingPointError(
                         f"Model {self.name!r}: the loss became {loss} at epoch {epoch + 1}, "
                         f"batch {step}; training diverged (lower the learning rate, or check "
-                        f"the data and the loss)")
-                logs = self._logs()
-                hooks.on_train_batch_end(step, logs)
+                        f"the data and the loss; TerminateOnNaN stops without an error)")
                 if self.stop_training:
                     break
-            logs = self._logs()
+            skip = 0
+            logs = {**self._logs(), "learning_rate": step_values[0]}
             if validation is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_arrays(*validation, validation_batch_size or batch_size,
                                                  validation_steps)

@@ -1,0 +1,93 @@
+"""Model architecture to and from JSON-able dicts.
+
+A layer is ``{"class_name", "config"}`` (its constructor arguments). A Sequential model lists its
+layers. A functional model lists its layers, its inputs, and its *nodes* (one per layer call, in
+call order) whose inputs refer to model inputs ``["input", k]`` or to earlier node outputs
+``["node", i, j]``: replaying the calls rebuilds the graph, shared layers included.
+"""
+import numpy as np
+
+from hiapi.layers.input_layer import Input, InputLayer
+from hiapi.layers.layer import _flatten, _map
+from hiapi.saving.registry import get_class, registered_name
+
+
+def serialize_layer(layer):
+    from hiapi.models import Model, Sequential
+    if isinstance(layer, Sequential):
+        return {"class_name": "Sequential", "config": {
+            "name": layer.name, "trainable": layer.trainable,
+            "input_shape": list(layer._input_shape) if layer._input_shape else None,
+            "input_dtype": layer._input_dtype,
+            "layers": [serialize_layer(l) for l in layer.layers]}}
+    if isinstance(layer, Model) and hasattr(layer, "_nodes"):
+        return {"class_name": "Functional", "config": _functional_config(layer)}
+    if isinstance(layer, Model):
+        raise ValueError(f"cannot save subclassed model {layer.name!r}'s architecture; use "
+                         f"save_weights, or build it with Sequential or the functional API")
+    return {"class_name": registered_name(type(layer)), "config": layer.get_config()}
+
+
+def _functional_config(model):
+    refs = {var: ["input", k] for k, var in enumerate(model.inputs)}
+    nodes = []
+    for i, (layer, call_inputs, call_outputs) in enumerate(model._nodes):
+        nodes.append({"layer": layer.name, "inputs": _map(refs.__getitem__, call_inputs)})
+        for j, var in enumerate(_flatten(call_outputs)):
+            refs[var] = ["node", i, j]
+    layers = [serialize_layer(l) for l in model.layers if not isinstance(l, InputLayer)]
+    return {"name": model.name, "trainable": model.trainable,
+            "inputs": [{"name": var._keras_history[0].name, "shape": list(var.shape[1:]),
+                        "batch_size": var.shape[0], "dtype": var.dtype.name}
+                       for var in model.inputs],
+            "layers": layers, "nodes": nodes,
+            "outputs": _map(refs.__getitem__, model._outputs_struct)}
+
+
+def deserialize_layer(config, custom_objects=None):
+    from hiapi.models import Model, Sequential
+    name, body = config["class_name"], dict(config["config"])
+    if name == "Sequential":
+        model = Sequential(name=body["name"], trainable=body.get("trainable", True))
+        if body.get("input_shape"):
+            model._input_dtype = body.get("input_dtype", "float32")
+            model._input_shape = tuple(body["input_shape"])
+        for layer_config in body["layers"]:
+            model.add(deserialize_layer(layer_config, custom_objects))
+        return model
+    if name == "Functional":
+        layers = {c["config"]["name"]: deserialize_layer(c, custom_objects)
+                  for c in body["layers"]}
+        inputs = [Input(shape=spec["shape"], batch_size=spec["batch_size"], dtype=spec["dtype"],
+                        name=spec["name"]) for spec in body["inputs"]]
+        outputs = []
+        for node in body["nodes"]:
+            resolve = lambda ref: inputs[ref[1]] if ref[0] == "input" else outputs[ref[1]][ref[2]]
+            result = layers[node["layer"]](_map_refs(resolve, node["inputs"]))
+            outputs.append(_flatten(result))
+        resolve = lambda ref: inputs[ref[1]] if ref[0] == "input" else outputs[ref[1]][ref[2]]
+        return Model(inputs if len(inputs) > 1 else inputs[0],
+                     _map_refs(resolve, body["outputs"]), name=body["name"],
+                     trainable=body.get("trainable", True))
+    return get_class(name, custom_objects).from_config(body)
+
+
+def _map_refs(resolve, structure):
+    """Apply ``resolve`` to each ``[kind, ...]`` reference in a nested list structure."""
+    if isinstance(structure, list) and structure and isinstance(structure[0], str):
+        return resolve(structure)
+    return [_map_refs(resolve, item) for item in structure]
+
+
+def weight_manifest(model):
+    """Per layer: name and weight shapes, to name the first mismatch when loading."""
+    return [{"layer": layer.name, "shapes": [list(v.shape) for v in layer.weights]}
+            for layer in model.layers if layer.weights or not isinstance(layer, InputLayer)]
+
+
+def shapes_text(shapes):
+    return "[" + ", ".join(str(tuple(s)) for s in shapes) + "]"
+
+
+def as_array(variable):
+    return np.asarray(variable.numpy())

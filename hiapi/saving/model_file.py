@@ -1,0 +1,139 @@
+"""``model.save`` / ``load_model`` and ``save_weights`` / ``load_weights``.
+
+A model file holds everything needed to continue training exactly where it stopped: the
+architecture, the weights, the compile configuration, and the optimizer's configuration and
+state (iteration count and every slot). A weights file holds the weights alone, listed per
+layer so a mismatch can be named.
+"""
+import numpy as np
+
+from hiapi import losses as losses_module
+from hiapi import optimizers as optimizers_module
+from hiapi.saving.archive import read_archive, write_archive
+from hiapi.saving.architecture import (deserialize_layer, serialize_layer, shapes_text,
+                                       weight_manifest)
+
+MODEL_FORMAT, WEIGHTS_FORMAT, VERSION = "hiapi.model", "hiapi.weights", 1
+
+
+def save_model(model, filepath, include_optimizer=True, extra=None):
+    """Write ``model`` to one file, atomically. ``extra`` (JSON-able) is stored alongside."""
+    if not model.built:
+        raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
+                         f"to save")
+    manifest = {"format": MODEL_FORMAT, "version": VERSION, "model": serialize_layer(model),
+                "weights": weight_manifest(model), "compile": _compile_config(model),
+                "optimizer": None, "extra": extra}
+    arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
+    optimizer = getattr(model, "optimizer", None)
+    if include_optimizer and optimizer is not None:
+        manifest["optimizer"] = {**optimizers_module.serialize(optimizer),
+                                 "built": optimizer.built}
+        arrays.update({f"optimizer/{i}": v.numpy() for i, v in enumerate(optimizer.variables)})
+    write_archive(filepath, manifest, arrays)
+
+
+def load_model(filepath, custom_objects=None, compile=True):
+    """A model from ``model.save``: weights, and (with ``compile``) its compile configuration
+    and optimizer state, ready to ``fit`` on from where it stopped."""
+    manifest, arrays = read_archive(filepath, MODEL_FORMAT)
+    model = deserialize_layer(manifest["model"], custom_objects)
+    _assign(model.weights, [arrays[f"weights/{i}"] for i in range(len(model.weights))],
+            filepath)
+    if compile and manifest["compile"] is not None:
+        config = manifest["compile"]
+        optimizer = optimizers_module.deserialize(manifest["optimizer"]) \
+            if manifest["optimizer"] else "sgd"
+        model.compile(optimizer=optimizer, loss=_deserialize_loss(config["loss"]),
+                      loss_weights=config["loss_weights"], metrics=config["metrics"])
+        if manifest["optimizer"]:
+            if manifest["optimizer"]["built"]:
+                optimizer.build(model.trainable_weights)
+            state = [arrays[f"optimizer/{i}"] for i in range(len(optimizer.variables))]
+            _assign(optimizer.variables, state, filepath)
+    model._saved_extra = manifest.get("extra")
+    return model
+
+
+def _assign(variables, values, filepath):
+    for variable, value in zip(variables, values):
+        if tuple(value.shape) != variable.shape:
+            raise ValueError(f"{filepath}: {variable.name!r} has shape {variable.shape}, the "
+                             f"file holds shape {tuple(value.shape)}")
+        variable.assign(value)
+
+
+def _compile_config(model):
+    if not getattr(model, "compiled", False):
+        return None
+    loss = model._loss_ids
+    serial = lambda l: l if isinstance(l, str) else \
+        {"class_name": type(l).__name__, "config": l.get_config()}
+    metrics = []
+    for metric in model._metric_ids:
+        if not isinstance(metric, str):
+            raise ValueError(f"cannot save metric {metric!r}: give metrics by name to save them")
+        metrics.append(metric)
+    return {"loss": [serial(l) for l in loss] if isinstance(loss, (list, tuple)) else
+            serial(loss), "loss_weights": model._loss_weight_ids, "metrics": metrics}
+
+
+def _deserialize_loss(config):
+    if isinstance(config, list):
+        return [_deserialize_loss(c) for c in config]
+    if isinstance(config, str):
+        return config
+    return getattr(losses_module, config["class_name"])(**config["config"])
+
+
+def save_weights(model, filepath):
+    """Write the weights alone (with each layer's name and shapes), atomically."""
+    layers = weight_manifest(model)
+    arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
+    write_archive(filepath, {"format": WEIGHTS_FORMAT, "version": VERSION, "layers": layers},
+                  arrays)
+
+
+def load_weights(model, filepath):
+    """Load weights saved by ``save_weights`` (or ``save``) into a model of the same shape;
+    a mismatch names the first layer that differs and both shapes."""
+    try:
+        manifest, arrays = read_archive(filepath, WEIGHTS_FORMAT)
+        saved = manifest["layers"]
+    except ValueError as error:
+        if "holds 'hiapi.model'" not in str(error):
+            raise
+        manifest, arrays = read_archive(filepath, MODEL_FORMAT)
+        saved = manifest["weights"]
+    mine = weight_manifest(model)
+    if len(saved) != len(mine):
+        raise ValueError(f"load_weights: {filepath} has {len(saved)} layers, model "
+                         f"{model.name!r} has {len(mine)}")
+    for index, (have, want) in enumerate(zip(mine, saved)):
+        if have["shapes"] != want["shapes"]:
+            raise ValueError(f"load_weights: layer {index} {have['layer']!r} has weights of "
+                             f"shapes {shapes_text(have['shapes'])}, but {filepath} holds "
+                             f"{shapes_text(want['shapes'])} for layer {want['layer']!r}")
+    values = [arrays[f"weights/{i}"] for i in range(len(model.weights))]
+    for variable, value in zip(model.weights, values):
+        variable.assign(np.asarray(value))
+
+
+def restore_training_state(model, filepath):
+    """Load weights and optimizer state from a model file into an existing, compiled model
+    (whose train step exists, so its optimizer is built); returns the file's ``extra``."""
+    manifest, arrays = read_archive(filepath, MODEL_FORMAT)
+    _assign(model.weights, [arrays[f"weights/{i}"] for i in range(len(model.weights))],
+            filepath)
+    optimizer = model.optimizer
+    if manifest["optimizer"]:
+        if manifest["optimizer"]["built"] and not optimizer.built:
+            optimizer.build(model.trainable_weights)
+        count = sum(1 for name in arrays if name.startswith("optimizer/"))
+        if count != len(optimizer.variables):
+            raise ValueError(f"{filepath}: the optimizer state has {count} variables, the "
+                             f"model's {type(optimizer).__name__} has "
+                             f"{len(optimizer.variables)}")
+        _assign(optimizer.variables, [arrays[f"optimizer/{i}"] for i in range(count)],
+                filepath)
+    return manifest.get("extra") or {}

@@ -1,0 +1,39 @@
+"""Which class a saved ``class_name`` means: hiapi's own layers and models, plus user classes
+registered with ``@register_keras_serializable`` (Keras's name for the decorator)::
+
+    @hiapi.saving.register_keras_serializable(package="my_project")
+    class Scale(hiapi.layers.Layer):
+        ...
+"""
+_custom = {}
+
+
+def register_keras_serializable(package="Custom", name=None):
+    """Class decorator: make a custom Layer or Model loadable by ``load_model``."""
+    def decorate(cls):
+        key = f"{package}>{name or cls.__name__}"
+        if key in _custom and _custom[key] is not cls:
+            raise ValueError(f"{key!r} is already registered to {_custom[key]!r}")
+        _custom[key] = cls
+        cls._registered_name = key
+        return cls
+    return decorate
+
+
+def registered_name(cls):
+    return cls.__dict__.get("_registered_name") or cls.__name__   # not inherited
+
+
+def get_class(name, custom_objects=None):
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    if name in _custom:
+        return _custom[name]
+    import hiapi
+    for namespace in (hiapi.layers, hiapi.models):
+        cls = getattr(namespace, name, None)
+        if isinstance(cls, type):
+            return cls
+    raise ValueError(f"Unknown class {name!r} in the saved model: register custom layers with "
+                     f"@hiapi.saving.register_keras_serializable or pass custom_objects="
+                     f"{{{name!r}: cls}} to load_model")
