@@ -107,7 +107,13 @@ def HeUniform(seed=None): return VarianceScaling(2.0, "fan_in", "uniform", seed)
 def LecunNormal(seed=None): return VarianceScaling(1.0, "fan_in", "truncated_normal", seed)
 
 
+def Orthogonal(seed=None):
+    from hiapi.layers.recurrent import orthogonal
+    return orthogonal
+
+
 _BY_NAME = {
+    "orthogonal": Orthogonal,
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
     "random_uniform": RandomUniform, "glorot_uniform": GlorotUniform,
     "glorot_normal": GlorotNormal, "he_normal": HeNormal, "he_uniform": HeUniform,

@@ -47,4 +47,5 @@ class Dense(Layer):
         kernel_init, bias_init = self._config_initializers
         return {**super().get_config(), "units": self.units,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "kernel_initializer": kernel_init, "bias_initializer": bias_init}
+                "kernel_initializer": initializers.serialize(kernel_init),
+                "bias_initializer": initializers.serialize(bias_init)}

@@ -11,15 +11,16 @@ cached compiled Function and returns a numpy array::
 """
 import numpy as np
 
-from hiapi import initializers
+from hiapi import constraints, initializers, regularizers
 from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.var import Var
+from hiapi.layers import tracing
 from hiapi.utils.naming import snake_case, unique_name
 
 
 class Layer:
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, input_dim=None,
-                 **kwargs):
+                 activity_regularizer=None, **kwargs):
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}")
@@ -29,6 +30,9 @@ class Layer:
         self.built = False
         self.input_spec = None
         self._weights = []
+        self._state = []
+        self._regularized = []
+        self.activity_regularizer = regularizers.get(activity_regularizer)
         self._sublayers = []
         self._eager_functions = {}
         if input_dim is not None and input_shape is None:
@@ -44,14 +48,43 @@ class Layer:
 
     # ---- weights -----------------------------------------------------------------------------
     def add_weight(self, shape=(), initializer="glorot_uniform", name=None, trainable=True,
-                   dtype=None):
-        """Create a Variable owned by this layer, initialised now, named ``layer/name``."""
+                   dtype=None, regularizer=None, constraint=None):
+        """Create a Variable owned by this layer, initialised now, named ``layer/name``.
+        A ``regularizer`` adds its penalty to the training loss; a ``constraint`` is applied
+        to the weight after every optimizer update."""
         dtype = np.dtype(dtype or self.dtype)
         value = initializers.get(initializer)(tuple(int(d) for d in shape), dtype)
         variable = Variable(value, name=f"{self.name}/{name or 'weight'}", trainable=trainable,
                             dtype=dtype)
+        variable.constraint = constraints.get(constraint)
+        regularizer = regularizers.get(regularizer)
+        if regularizer is not None:
+            self._regularized.append((variable, regularizer))
         self._weights.append(variable)
         return variable
+
+    def add_state(self, shape, initializer, name, dtype):
+        """A Variable that is state but not a weight (e.g. a random-number counter): not in
+        ``weights`` or the parameter count, as in Keras, but saved with the model."""
+        dtype = np.dtype(dtype)
+        variable = Variable(initializers.get(initializer)(tuple(shape), dtype),
+                            name=f"{self.name}/{name}", trainable=False, dtype=dtype)
+        self._state.append(variable)
+        return variable
+
+    @property
+    def state_variables(self):
+        return _unique(self._state + [v for layer in self._sublayers
+                                      for v in layer.state_variables])
+
+    def add_update(self, variable, value):
+        """Assign ``value`` to ``variable`` after each step of the graph being traced (used in
+        training for batch-norm statistics and random-number counters)."""
+        tracing.add_update(variable, value)
+
+    def add_loss(self, value):
+        """Add a scalar Var to the loss of the step being traced."""
+        tracing.add_loss(value)
 
     @property
     def weights(self):
@@ -123,6 +156,11 @@ class Layer:
                 spec.check(self, index, var.shape)
         outputs = self.call(inputs, training=training)
         outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
+        for variable, regularizer in self._regularized:
+            self.add_loss(regularizer(variable.read))
+        if self.activity_regularizer is not None:
+            for output in _flatten(outputs):
+                self.add_loss(self.activity_regularizer(output))
         for var in _flatten(outputs):
             var._keras_history = (self, inputs, outputs)
         self._output_shape = _map(lambda v: v.shape, outputs)
@@ -138,8 +176,10 @@ class Layer:
                        for a in arrays]
             structured = holders[0] if len(holders) == 1 and not isinstance(inputs, (list, tuple)) \
                 else holders
-            outputs = self._call_symbolic(structured, training)
-            function = Function(holders, _flatten(outputs), name=f"{self.name}_eager")
+            with tracing.collect_state() as state:
+                outputs = self._call_symbolic(structured, training)
+            function = Function(holders, _flatten(outputs), state.updates,
+                                name=f"{self.name}_eager")
             self._eager_functions[key] = (function, outputs)
         else:
             function, outputs = function
@@ -152,7 +192,10 @@ class Layer:
         return _map(lambda v: v.shape, out)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        return config
 
     @classmethod
     def from_config(cls, config):

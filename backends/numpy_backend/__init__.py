@@ -8,3 +8,4 @@ backend = Backend()
 backend.name = "numpy"
 
 from hiapi.backends.numpy_backend import kernels  # noqa: E402,F401  (registers the kernels)
+from hiapi.backends.numpy_backend import conv_kernels  # noqa: E402,F401

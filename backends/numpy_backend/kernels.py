@@ -140,3 +140,25 @@ def scatter_add(out, updates, indices, like):
 @register("identity")
 def identity(x):
     return x
+
+
+@register("concatenate")
+def concatenate(out, *xs, axis):
+    np.concatenate(xs, axis=axis, out=out)
+
+
+@register("slice")
+def slice_(x, bounds):
+    return x[tuple(slice(start, stop) for start, stop in bounds)]
+
+
+@register("pad")
+def pad(out, x, pads):
+    out[...] = 0
+    out[tuple(slice(lo, lo + size) for (lo, _), size in zip(pads, x.shape))] = x
+
+
+@register("random_uniform")
+def random_uniform(out, like, counter, seed):
+    from hiapi.graph.ops.random import splitmix64_uniform
+    out[...] = splitmix64_uniform(np, out.shape, seed, int(counter))

@@ -18,6 +18,7 @@ class Variable:
         self.value = backend.asarray(np.array(array, copy=True))
         self.name = name or "variable"
         self.trainable = trainable
+        self.constraint = None   # applied to the new value after each optimizer update
         self.read = Read(self)()
 
     @property

@@ -8,6 +8,7 @@ import numpy as np
 
 from hiapi.graph import Function, grad, placeholder
 from hiapi.layers.layer import _flatten
+from hiapi.layers.tracing import collect_state
 
 
 def input_placeholders(model, xs):
@@ -32,11 +33,13 @@ def _targets(model, outputs, ys):
     return targets
 
 
-def _loss_and_statistics(model, targets, outputs):
+def _loss_and_statistics(model, targets, outputs, extra_losses):
     total = None
     for loss, weight, y, out in zip(model.compiled_losses, model.loss_weights, targets, outputs):
         term = loss(y, out) if weight == 1.0 else weight * loss(y, out)
         total = term if total is None else total + term
+    for term in extra_losses:            # regularization
+        total = total + term
     model.build_metrics(targets, outputs)
     statistics = [s for metric, (y, out) in zip(model.compiled_metrics, model.metric_targets(
         targets, outputs)) for s in metric.statistics(y, out)]
@@ -49,24 +52,30 @@ def predict_function(model, xs):
     return Function(inputs, outputs, name="predict_step")
 
 
+def _trace(model, inputs, training):
+    with collect_state() as state:
+        outputs = _flatten(model(inputs[0] if len(inputs) == 1 else inputs, training=training))
+    return outputs, state
+
+
 def test_function(model, xs, ys):
     inputs = input_placeholders(model, xs)
-    outputs = _flatten(model(inputs[0] if len(inputs) == 1 else inputs, training=False))
+    outputs, state = _trace(model, inputs, training=False)
     targets = _targets(model, outputs, ys)
-    total, statistics = _loss_and_statistics(model, targets, outputs)
+    total, statistics = _loss_and_statistics(model, targets, outputs, state.losses)
     return Function(inputs + targets, [total] + statistics, name="test_step")
 
 
 def train_function(model, xs, ys):
     inputs = input_placeholders(model, xs)
-    outputs = _flatten(model(inputs[0] if len(inputs) == 1 else inputs, training=True))
+    outputs, state = _trace(model, inputs, training=True)
     targets = _targets(model, outputs, ys)
-    total, statistics = _loss_and_statistics(model, targets, outputs)
+    total, statistics = _loss_and_statistics(model, targets, outputs, state.losses)
     params = model.trainable_weights
     if not params:
         raise ValueError(f"Model {model.name!r} has no trainable weights to train")
     gradients = grad(total, [v.read for v in params])
-    updates = model.optimizer.get_updates(gradients, params)
+    updates = model.optimizer.get_updates(gradients, params) + state.updates
     return Function(inputs + targets + model.optimizer.step_inputs(), [total] + statistics,
                     updates,
                     name="train_step")

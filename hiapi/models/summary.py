@@ -25,11 +25,11 @@ def _count(variables):
     return sum(int(np.prod(v.shape)) for v in variables)
 
 
-def summary_text(model, width=72):
+def summary_text(model, width=86):
     if not model.built:
         raise ValueError(f"Model {model.name!r} has not been built yet, so it has no shapes "
                          f"or weights to show: give it an Input, or fit/call it first")
-    columns = (34, 24, width - 34 - 24)
+    columns = (44, 28, width - 44 - 28)
     rule = lambda ch: ch * width
     row = lambda a, b, c: f"{a:<{columns[0]}}{b:<{columns[1]}}{c:>{columns[2]}}"
     lines = [f'Model: "{model.name}"', rule("━"), row("Layer (type)", "Output Shape", "Param #"),

@@ -25,6 +25,7 @@ def save_model(model, filepath, include_optimizer=True, extra=None):
                 "weights": weight_manifest(model), "compile": _compile_config(model),
                 "optimizer": None, "extra": extra}
     arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
+    arrays.update({f"state/{i}": v.numpy() for i, v in enumerate(model.state_variables)})
     optimizer = getattr(model, "optimizer", None)
     if include_optimizer and optimizer is not None:
         manifest["optimizer"] = {**optimizers_module.serialize(optimizer),
@@ -38,8 +39,7 @@ def load_model(filepath, custom_objects=None, compile=True):
     and optimizer state, ready to ``fit`` on from where it stopped."""
     manifest, arrays = read_archive(filepath, MODEL_FORMAT)
     model = deserialize_layer(manifest["model"], custom_objects)
-    _assign(model.weights, [arrays[f"weights/{i}"] for i in range(len(model.weights))],
-            filepath)
+    _assign_model(model, arrays, filepath)
     if compile and manifest["compile"] is not None:
         config = manifest["compile"]
         optimizer = optimizers_module.deserialize(manifest["optimizer"]) \
@@ -53,6 +53,15 @@ def load_model(filepath, custom_objects=None, compile=True):
             _assign(optimizer.variables, state, filepath)
     model._saved_extra = manifest.get("extra")
     return model
+
+
+def _assign_model(model, arrays, filepath):
+    """Weights, then non-weight state (random-number counters) from a model file."""
+    _assign(model.weights, [arrays[f"weights/{i}"] for i in range(len(model.weights))],
+            filepath)
+    _assign(model.state_variables, [arrays[f"state/{i}"] for i in
+                                    range(len(model.state_variables)) if f"state/{i}" in arrays],
+            filepath)
 
 
 def _assign(variables, values, filepath):
@@ -123,8 +132,7 @@ def restore_training_state(model, filepath):
     """Load weights and optimizer state from a model file into an existing, compiled model
     (whose train step exists, so its optimizer is built); returns the file's ``extra``."""
     manifest, arrays = read_archive(filepath, MODEL_FORMAT)
-    _assign(model.weights, [arrays[f"weights/{i}"] for i in range(len(model.weights))],
-            filepath)
+    _assign_model(model, arrays, filepath)
     optimizer = model.optimizer
     if manifest["optimizer"]:
         if manifest["optimizer"]["built"] and not optimizer.built:

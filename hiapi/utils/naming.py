@@ -6,8 +6,9 @@ _counts = defaultdict(int)
 
 
 def snake_case(class_name):
-    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", class_name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    """Keras's conversion: Conv2D -> conv2d, MaxPooling2D -> max_pooling2d."""
+    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", class_name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def unique_name(base):

@@ -15,3 +15,8 @@ from hiapi.graph.ops.shape import (expand_dims, identity, reshape, reshape_like,
 from hiapi.graph.ops.linalg import matmul
 from hiapi.graph.ops.nn import (gather, log_softmax, one_hot, scatter_add_like, softmax,
                                 softmax_cross_entropy, sparse_softmax_cross_entropy)
+from hiapi.graph.ops.conv import conv2d, conv2d_filter_grad, conv2d_input_grad
+from hiapi.graph.ops.pool import (avg_pool2d, avg_pool_grad, max_pool2d, max_pool_gather,
+                                  max_pool_scatter)
+from hiapi.graph.ops.array import concatenate, pad, slice_axis, split
+from hiapi.graph.ops.random import random_uniform

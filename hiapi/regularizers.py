@@ -1,0 +1,53 @@
+"""Weight and activity regularizers with Keras's names: each maps a Var to a scalar loss term."""
+from hiapi.graph import ops
+
+
+class Regularizer:
+    def __call__(self, x):
+        raise NotImplementedError
+
+    def get_config(self):
+        return dict(vars(self))
+
+
+class L1L2(Regularizer):
+    """``l1 * sum(|x|) + l2 * sum(x^2)``."""
+
+    def __init__(self, l1=0.0, l2=0.0):
+        self.l1, self.l2 = float(l1), float(l2)
+
+    def __call__(self, x):
+        total = 0.0
+        if self.l1:
+            total = total + self.l1 * ops.sum(ops.abs(x))
+        if self.l2:
+            total = total + self.l2 * ops.sum(ops.square(x))
+        return ops.constant(0.0, x.dtype) if isinstance(total, float) else total
+
+
+def L1(l1=0.01):
+    return L1L2(l1=l1)
+
+
+def L2(l2=0.01):
+    return L1L2(l2=l2)
+
+
+_BY_NAME = {"l1": L1, "l2": L2, "l1_l2": lambda: L1L2(0.01, 0.01)}
+
+
+def get(identifier):
+    if identifier is None or isinstance(identifier, Regularizer) or callable(identifier):
+        return identifier
+    if isinstance(identifier, str) and identifier in _BY_NAME:
+        return _BY_NAME[identifier]()
+    if isinstance(identifier, dict):
+        return L1L2(**identifier["config"])
+    raise ValueError(f"Unknown regularizer {identifier!r}: expected one of "
+                     f"{', '.join(_BY_NAME)} or a hiapi.regularizers.Regularizer")
+
+
+def serialize(regularizer):
+    if regularizer is None:
+        return None
+    return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}

@@ -1,0 +1,38 @@
+"""``Dropout``: zero a fraction ``rate`` of the inputs in training and scale the rest by
+1 / (1 - rate) (Srivastava et al. 2014); the identity in inference.
+
+The mask comes from the counter-based ``random_uniform`` op: seed (the layer's, drawn from the
+global seed unless given) and a step counter that the training graph increments, so masks are
+reproducible for a seed and differ at every step.
+"""
+from hiapi import random as _random
+from hiapi.graph import ops
+from hiapi.layers.layer import Layer
+
+
+class Dropout(Layer):
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"Dropout {self.name!r}: rate must be in [0, 1), got {rate!r}")
+        self.rate, self.noise_shape = float(rate), noise_shape
+        self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)
+
+    def build(self, input_shape):
+        self.counter = self.add_state((), "zeros", "seed_counter", "int64")
+        self.built = True
+
+    def call(self, inputs, training=None):
+        if not training or self.rate == 0.0:
+            return inputs
+        like = inputs
+        if self.noise_shape is not None:     # one mask value shared along the size-1 axes
+            shared = tuple(i for i, n in enumerate(self.noise_shape) if n == 1)
+            like = ops.sum(inputs, shared, keepdims=True) if shared else inputs
+        keep = ops.random_uniform(like, self.seed, self.counter.read) >= self.rate
+        self.add_update(self.counter, self.counter.read + 1)
+        return ops.where(keep, inputs * (1.0 / (1.0 - self.rate)), 0.0)
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape,
+                "seed": self.seed}

@@ -1,0 +1,42 @@
+"""``Embedding``: integer ids to dense vectors, a row lookup whose gradient adds up the rows
+of repeated ids (``scatter_add``)."""
+from hiapi import constraints, initializers, regularizers
+from hiapi.graph import ops
+from hiapi.layers.layer import Layer
+
+
+class Embedding(Layer):
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
+                 input_length=None, **kwargs):
+        super().__init__(**kwargs)
+        if mask_zero:
+            raise NotImplementedError(f"Embedding {self.name!r}: mask_zero=True is not "
+                                      f"supported (hiapi has no masking yet); padded steps "
+                                      f"would be silently treated as data")
+        if input_dim <= 0 or output_dim <= 0:
+            raise ValueError(f"Embedding {self.name!r}: input_dim and output_dim must be "
+                             f"positive, got {input_dim} and {output_dim}")
+        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.embeddings_initializer = "random_uniform" if embeddings_initializer == "uniform" \
+            else embeddings_initializer
+        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
+
+    def build(self, input_shape):
+        self.embeddings = self.add_weight((self.input_dim, self.output_dim),
+                                          self.embeddings_initializer, "embeddings",
+                                          regularizer=self.embeddings_regularizer,
+                                          constraint=self.embeddings_constraint)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        ids = inputs if inputs.dtype.kind in "iu" else ops.cast(inputs, "int64")
+        return ops.gather(self.embeddings.read, ids)
+
+    def get_config(self):
+        return {**super().get_config(), "input_dim": self.input_dim,
+                "output_dim": self.output_dim,
+                "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
+                "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer),
+                "embeddings_constraint": constraints.serialize(self.embeddings_constraint)}

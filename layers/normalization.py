@@ -1,0 +1,129 @@
+"""``BatchNormalization`` and ``LayerNormalization`` with Keras's arguments and defaults."""
+from hiapi import constraints, initializers, regularizers
+from hiapi.graph import ops
+from hiapi.layers.layer import Layer
+
+
+def moments(x, axes):
+    """Mean and (biased) variance over ``axes``, kept as size-1 axes."""
+    mean = ops.mean(x, axes, keepdims=True)
+    return mean, ops.mean(ops.square(x - mean), axes, keepdims=True)
+
+
+class _Normalization(Layer):
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+        self.epsilon, self.center, self.scale = epsilon, center, scale
+        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
+
+    def _axes(self, ndim):
+        axes = (self.axis,) if isinstance(self.axis, int) else tuple(self.axis)
+        return tuple(sorted(a % ndim for a in axes))
+
+    def _param_shape(self, input_shape, axes):
+        shape = tuple(input_shape[a] for a in axes)
+        if None in shape:
+            raise ValueError(f"{type(self).__name__} {self.name!r}: axis {self.axis} of input "
+                             f"shape {input_shape} must have a known size")
+        return shape
+
+    def _broadcast(self, v, ndim, axes):
+        """A parameter of shape (sizes of axes) reshaped to broadcast against the input."""
+        shape = [1] * ndim
+        for a, size in zip(axes, v.shape):
+            shape[a] = size
+        return ops.reshape(v, shape)
+
+    def _scale_and_center(self, normalized, ndim, axes):
+        if self.scale:
+            normalized = normalized * self._broadcast(self.gamma.read, ndim, axes)
+        if self.center:
+            normalized = normalized + self._broadcast(self.beta.read, ndim, axes)
+        return normalized
+
+    def _build_affine(self, shape):
+        self.gamma = self.add_weight(shape, self.gamma_initializer, "gamma",
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight(shape, self.beta_initializer, "beta",
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon,
+                "center": self.center, "scale": self.scale,
+                "beta_initializer": initializers.serialize(self.beta_initializer),
+                "gamma_initializer": initializers.serialize(self.gamma_initializer),
+                "beta_regularizer": regularizers.serialize(self.beta_regularizer),
+                "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
+                "beta_constraint": constraints.serialize(self.beta_constraint),
+                "gamma_constraint": constraints.serialize(self.gamma_constraint)}
+
+
+class BatchNormalization(_Normalization):
+    """Normalise over the batch (and spatial axes) per feature of ``axis``.
+
+    Training: batch statistics, and the moving statistics are updated in the graph,
+    ``moving = moving * momentum + batch * (1 - momentum)`` (Ioffe & Szegedy 2015,
+    https://arxiv.org/abs/1502.03167). Inference (``training=False``, as in evaluate/predict):
+    the moving statistics.
+    """
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones", **kwargs):
+        super().__init__(axis=axis, epsilon=epsilon, center=center, scale=scale, **kwargs)
+        self.momentum = momentum
+        self.moving_mean_initializer = moving_mean_initializer
+        self.moving_variance_initializer = moving_variance_initializer
+
+    def build(self, input_shape):
+        shape = self._param_shape(input_shape, self._axes(len(input_shape)))
+        self._build_affine(shape)
+        self.moving_mean = self.add_weight(shape, self.moving_mean_initializer, "moving_mean",
+                                           trainable=False)
+        self.moving_variance = self.add_weight(shape, self.moving_variance_initializer,
+                                               "moving_variance", trainable=False)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        ndim, axes = inputs.ndim, self._axes(inputs.ndim)
+        reduce_axes = tuple(a for a in range(ndim) if a not in axes)
+        if training and self.trainable:
+            mean, variance = moments(inputs, reduce_axes)
+            for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
+                batch = ops.reshape(ops.stop_gradient(batch), moving.shape)
+                self.add_update(moving, moving.read * self.momentum +
+                                batch * (1.0 - self.momentum))
+        else:
+            mean = self._broadcast(self.moving_mean.read, ndim, axes)
+            variance = self._broadcast(self.moving_variance.read, ndim, axes)
+        normalized = (inputs - mean) / ops.sqrt(variance + self.epsilon)
+        return self._scale_and_center(normalized, ndim, axes)
+
+    def get_config(self):
+        return {**super().get_config(), "momentum": self.momentum,
+                "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),
+                "moving_variance_initializer":
+                    initializers.serialize(self.moving_variance_initializer)}
+
+
+class LayerNormalization(_Normalization):
+    """Normalise each sample over ``axis`` (Ba, Kiros & Hinton 2016,
+    https://arxiv.org/abs/1607.06450); the same in training and inference."""
+
+    def build(self, input_shape):
+        self._build_affine(self._param_shape(input_shape, self._axes(len(input_shape))))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        axes = self._axes(inputs.ndim)
+        mean, variance = moments(inputs, axes)
+        normalized = (inputs - mean) / ops.sqrt(variance + self.epsilon)
+        return self._scale_and_center(normalized, inputs.ndim, axes)

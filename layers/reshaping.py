@@ -1,0 +1,105 @@
+"""Layers that rearrange values: Reshape, Permute, ZeroPadding2D, UpSampling2D."""
+import math
+
+import numpy as np
+
+from hiapi.graph import ops
+from hiapi.layers.layer import Layer
+
+
+class Reshape(Layer):
+    """``Reshape((7, 7, 16))``: a new shape for each sample (one entry may be -1)."""
+
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(int(d) for d in target_shape)
+
+    def call(self, inputs, training=None):
+        rest = inputs.shape[1:]
+        if None not in rest:
+            known = math.prod(d for d in self.target_shape if d != -1)
+            total = math.prod(rest)
+            if (-1 in self.target_shape and total % known) or \
+                    (-1 not in self.target_shape and known != total):
+                raise ValueError(f"Reshape {self.name!r}: cannot reshape input of shape "
+                                 f"{inputs.shape} ({total} values per sample) to "
+                                 f"{self.target_shape}")
+        return ops.reshape(inputs, (-1,) + self.target_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "target_shape": self.target_shape}
+
+
+class Permute(Layer):
+    """``Permute((2, 1))`` swaps the two non-batch axes (1-based, as in Keras)."""
+
+    def __init__(self, dims, **kwargs):
+        super().__init__(**kwargs)
+        self.dims = tuple(dims)
+        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
+            raise ValueError(f"Permute {self.name!r}: dims must be a permutation of "
+                             f"1..{len(self.dims)}, got {dims}")
+
+    def call(self, inputs, training=None):
+        if inputs.ndim != len(self.dims) + 1:
+            raise ValueError(f"Permute {self.name!r}: dims {self.dims} need inputs of rank "
+                             f"{len(self.dims) + 1}, got shape {inputs.shape}")
+        return ops.transpose(inputs, (0,) + self.dims)
+
+    def get_config(self):
+        return {**super().get_config(), "dims": self.dims}
+
+
+def _spatial_axes(data_format):
+    return (2, 3) if data_format == "channels_first" else (1, 2)
+
+
+class ZeroPadding2D(Layer):
+    """Zeros around images: ``padding`` is an int, (rows, cols) or ((top, bottom),
+    (left, right))."""
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(padding, int):
+            padding = ((padding, padding), (padding, padding))
+        elif all(isinstance(p, int) for p in padding):
+            padding = ((padding[0], padding[0]), (padding[1], padding[1]))
+        self.padding = tuple(tuple(int(v) for v in p) for p in padding)
+        self.data_format = data_format or "channels_last"
+
+    def call(self, inputs, training=None):
+        pads = [(0, 0)] * 4
+        for axis, pair in zip(_spatial_axes(self.data_format), self.padding):
+            pads[axis] = pair
+        return ops.pad(inputs, pads)
+
+    def get_config(self):
+        return {**super().get_config(), "padding": self.padding, "data_format": self.data_format}
+
+
+class UpSampling2D(Layer):
+    """Repeat rows and columns ``size`` times (nearest-neighbour upsampling)."""
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
+        super().__init__(**kwargs)
+        if interpolation != "nearest":
+            raise NotImplementedError(f"UpSampling2D {self.name!r}: only interpolation="
+                                      f"'nearest' is supported, got {interpolation!r}")
+        self.size = (size, size) if isinstance(size, int) else tuple(size)
+        self.data_format = data_format or "channels_last"
+        self.interpolation = interpolation
+
+    def call(self, inputs, training=None):
+        x = inputs
+        if self.data_format == "channels_first":
+            x = ops.transpose(x, (0, 2, 3, 1))
+        _, h, w, c = x.shape
+        sh, sw = self.size
+        spread = ops.reshape(x, (-1, h, 1, w, 1, c)) * \
+            ops.constant(np.ones((1, 1, sh, 1, sw, 1), x.dtype))
+        y = ops.reshape(spread, (-1, h * sh, w * sw, c))
+        return ops.transpose(y, (0, 3, 1, 2)) if self.data_format == "channels_first" else y
+
+    def get_config(self):
+        return {**super().get_config(), "size": self.size, "data_format": self.data_format,
+                "interpolation": self.interpolation}

@@ -1,0 +1,37 @@
+"""State that layers produce while they are traced into a graph: variable updates (batch-norm
+moving statistics, dropout step counters) and extra loss terms (regularization).
+
+The trainer opens a collector around the model call that builds a step; layers call
+``add_update``/``add_loss`` and whatever they add becomes that step's updates and loss terms.
+Outside a collector, adding is a no-op, so tracing for inference never changes state.
+"""
+from contextlib import contextmanager
+
+
+class StateCollector:
+    def __init__(self):
+        self.updates = []     # (Variable, new value Var)
+        self.losses = []      # scalar Vars added to the loss
+
+
+_collectors = []
+
+
+@contextmanager
+def collect_state():
+    collector = StateCollector()
+    _collectors.append(collector)
+    try:
+        yield collector
+    finally:
+        _collectors.pop()
+
+
+def add_update(variable, value):
+    if _collectors:
+        _collectors[-1].updates.append((variable, value))
+
+
+def add_loss(value):
+    if _collectors:
+        _collectors[-1].losses.append(value)
