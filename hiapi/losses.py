@@ -26,8 +26,13 @@ class Loss:
     def call(self, y_true, y_pred):
         raise NotImplementedError
 
-    def __call__(self, y_true, y_pred):
+    def __call__(self, y_true, y_pred, sample_weight=None):
         values = self.call(y_true, y_pred)
+        if sample_weight is not None:     # (batch,) weights scale each sample's loss
+            weight = ops.cast(sample_weight, values.dtype)
+            while weight.ndim < values.ndim:
+                weight = ops.expand_dims(weight, -1)
+            values = values * weight
         if self.reduction == "none":
             return values
         total = ops.sum(values)
@@ -88,7 +93,18 @@ class SparseCategoricalCrossentropy(_ProbabilityLoss):
 
 
 class CategoricalCrossentropy(_ProbabilityLoss):
-    """Cross-entropy against one-hot (or soft) labels shaped like the predictions."""
+    """Cross-entropy against one-hot (or soft) labels shaped like the predictions; with
+    ``label_smoothing`` s the labels become ``y * (1 - s) + s / classes`` (Szegedy et al.)."""
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, **kwargs):
+        super().__init__(from_logits=from_logits, **kwargs)
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"{self.name}: label_smoothing must be in [0, 1], got "
+                             f"{label_smoothing!r}")
+        self.label_smoothing = float(label_smoothing)
+
+    def get_config(self):
+        return {**super().get_config(), "label_smoothing": self.label_smoothing}
 
     def check_labels(self, y_true_shape, y_pred_shape):
         if tuple(y_true_shape[1:]) != tuple(y_pred_shape[1:]):
@@ -98,6 +114,9 @@ class CategoricalCrossentropy(_ProbabilityLoss):
                 f"sparse_categorical_crossentropy, or hiapi.utils.to_categorical)")
 
     def call(self, y_true, y_pred):
+        if self.label_smoothing:
+            classes = y_pred.shape[-1]
+            y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / classes
         logits = self._logits(y_pred)
         if logits is not None:
             return ops.softmax_cross_entropy(logits, y_true)
@@ -132,6 +151,56 @@ class MeanSquaredError(Loss):
         return ops.mean(ops.square(y_pred - y_true), axis=-1)
 
 
+class MeanAbsoluteError(Loss):
+    def check_labels(self, y_true_shape, y_pred_shape):
+        _check_same_shape(self.name, y_true_shape, y_pred_shape)
+
+    def call(self, y_true, y_pred):
+        return ops.mean(ops.abs(y_pred - y_true), axis=-1)
+
+
+class Huber(Loss):
+    """Quadratic within ``delta`` of the target, linear outside (Huber 1964)."""
+
+    def __init__(self, delta=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.delta = float(delta)
+
+    def check_labels(self, y_true_shape, y_pred_shape):
+        _check_same_shape(self.name, y_true_shape, y_pred_shape)
+
+    def call(self, y_true, y_pred):
+        error = ops.abs(y_pred - y_true)
+        quadratic = ops.minimum(error, self.delta)
+        return ops.mean(0.5 * ops.square(quadratic) + self.delta * (error - quadratic), axis=-1)
+
+    def get_config(self):
+        return {**super().get_config(), "delta": self.delta}
+
+
+class KLDivergence(Loss):
+    """``sum(y_true * log(y_true / y_pred))`` over the last axis, both clipped to [eps, 1]."""
+
+    def check_labels(self, y_true_shape, y_pred_shape):
+        _check_same_shape(self.name, y_true_shape, y_pred_shape)
+
+    def call(self, y_true, y_pred):
+        t = ops.maximum(ops.minimum(y_true, 1.0), EPSILON)
+        p = ops.maximum(ops.minimum(y_pred, 1.0), EPSILON)
+        return ops.sum(t * ops.log(t / p), axis=-1)
+
+
+class LossFunctionWrapper(Loss):
+    """A loss from a plain function ``fn(y_true, y_pred) -> per-sample Var``."""
+
+    def __init__(self, fn, **kwargs):
+        super().__init__(name=kwargs.pop("name", getattr(fn, "__name__", "loss")), **kwargs)
+        self.fn = fn
+
+    def call(self, y_true, y_pred):
+        return self.fn(y_true, y_pred)
+
+
 def _check_same_shape(name, y_true_shape, y_pred_shape):
     if tuple(y_true_shape[1:]) != tuple(y_pred_shape[1:]):
         raise ValueError(f"{name}: labels of shape {y_true_shape} must have the shape of the "
@@ -149,6 +218,11 @@ _BY_NAME = {
     "binary_crossentropy": BinaryCrossentropy,
     "mean_squared_error": MeanSquaredError,
     "mse": MeanSquaredError,
+    "mean_absolute_error": MeanAbsoluteError,
+    "mae": MeanAbsoluteError,
+    "huber": Huber,
+    "kl_divergence": KLDivergence,
+    "kld": KLDivergence,
 }
 
 
@@ -157,8 +231,11 @@ def get(identifier):
     if isinstance(identifier, Loss):
         return identifier
     if isinstance(identifier, str) and identifier in _BY_NAME:
-        return _BY_NAME[identifier](name=identifier if identifier != "mse" else None)
+        return _BY_NAME[identifier](name=None if identifier in ("mse", "mae", "kld")
+                                    else identifier)
     if isinstance(identifier, type) and issubclass(identifier, Loss):
         return identifier()
+    if callable(identifier):
+        return LossFunctionWrapper(identifier)
     raise ValueError(f"Unknown loss {identifier!r}: expected one of "
                      f"{', '.join(sorted(_BY_NAME))} or a hiapi.losses.Loss")

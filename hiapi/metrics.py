@@ -83,8 +83,88 @@ def BinaryAccuracy(name="binary_accuracy"):
     return MeanMetricWrapper(binary_accuracy, name)
 
 
+def _snake(name):
+    from hiapi.utils.naming import snake_case
+    return snake_case(name)
+
+
+def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5):
+    """1 where the true class's score is among the k highest (ties count as in), else 0."""
+    true_score = ops.sum(y_pred * ops.one_hot(ops.cast(y_true, "int64"), y_pred.shape[-1],
+                                              y_pred.dtype), axis=-1, keepdims=True)
+    higher = ops.sum(ops.cast(y_pred > true_score, "float32"), axis=-1)
+    return higher < k
+
+
+def SparseTopKCategoricalAccuracy(k=5, name="sparse_top_k_categorical_accuracy"):
+    return MeanMetricWrapper(lambda t, p: sparse_top_k_categorical_accuracy(t, p, k), name)
+
+
+class _Confusion(Metric):
+    """Counts of true/false positives/negatives at ``thresholds`` (binary or per-element)."""
+    n_statistics = 4
+
+    def __init__(self, thresholds, name=None):
+        self.thresholds = [float(t) for t in thresholds]
+        super().__init__(name=name)
+
+    def statistics(self, y_true, y_pred):
+        truth = ops.cast(y_true, "float32") > 0.5
+        stats = [[], [], [], []]
+        for threshold in self.thresholds:
+            predicted = y_pred > threshold
+            for i, (p, t) in enumerate(((True, True), (True, False), (False, True),
+                                        (False, False))):
+                hit = predicted if p else ops.equal(predicted, False)
+                label = truth if t else ops.equal(truth, False)
+                stats[i].append(ops.sum(ops.cast(ops.where(label, hit, False), "float64")))
+        return [ops.concatenate([ops.expand_dims(v, 0) for v in s], 0) if len(s) > 1
+                else s[0] for s in stats]
+
+
+class Precision(_Confusion):
+    """TP / (TP + FP) at ``thresholds`` (default 0.5) over all batches seen."""
+
+    def __init__(self, thresholds=None, name="precision"):
+        super().__init__([0.5] if thresholds is None else np.atleast_1d(thresholds), name)
+
+    def result(self):
+        tp, fp = self.totals[0], self.totals[1]
+        value = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1e-300), 0.0)
+        return float(value) if np.ndim(value) == 0 else value.tolist()
+
+
+class Recall(_Confusion):
+    """TP / (TP + FN) at ``thresholds`` (default 0.5) over all batches seen."""
+
+    def __init__(self, thresholds=None, name="recall"):
+        super().__init__([0.5] if thresholds is None else np.atleast_1d(thresholds), name)
+
+    def result(self):
+        tp, fn = self.totals[0], self.totals[2]
+        value = np.where(tp + fn > 0, tp / np.maximum(tp + fn, 1e-300), 0.0)
+        return float(value) if np.ndim(value) == 0 else value.tolist()
+
+
+class AUC(_Confusion):
+    """Area under the ROC curve, from confusion counts at ``num_thresholds`` thresholds with the
+    trapezoidal rule (Keras's default summation method)."""
+
+    def __init__(self, num_thresholds=200, name="auc"):
+        epsilon = 1e-7
+        inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        super().__init__([-epsilon] + inner + [1.0 + epsilon], name)
+
+    def result(self):
+        tp, fp, fn, tn = self.totals
+        tpr = tp / np.maximum(tp + fn, 1e-300)
+        fpr = fp / np.maximum(fp + tn, 1e-300)
+        return float(np.sum((fpr[:-1] - fpr[1:]) * (tpr[:-1] + tpr[1:]) / 2))
+
+
 _BY_NAME = {f.__name__: f for f in (sparse_categorical_accuracy, categorical_accuracy,
-                                    binary_accuracy)}
+                                    binary_accuracy, sparse_top_k_categorical_accuracy)}
+_CLASSES = {"precision": Precision, "recall": Recall, "auc": AUC}
 
 
 def get(identifier, y_true_shape=None, y_pred_shape=None):
@@ -106,13 +186,10 @@ def get(identifier, y_true_shape=None, y_pred_shape=None):
         return MeanMetricWrapper(fn, name=identifier)
     if isinstance(identifier, str) and identifier in _BY_NAME:
         return MeanMetricWrapper(_BY_NAME[identifier], name=identifier)
+    if isinstance(identifier, str) and identifier.lower() in _CLASSES:
+        return _CLASSES[identifier.lower()]()
     if callable(identifier):
         return MeanMetricWrapper(identifier)
     raise ValueError(f"Unknown metric {identifier!r}: expected 'accuracy' or one of "
                      f"{', '.join(sorted(_BY_NAME))}, a function(y_true, y_pred), or a "
                      f"hiapi.metrics.Metric")
-
-
-def _snake(name):
-    from hiapi.utils.naming import snake_case
-    return snake_case(name)

@@ -37,17 +37,18 @@ def check_finite(arrays, what):
                              f"on them would give a NaN loss")
 
 
-def split_validation(xs, ys, fraction):
-    """Keras's ``validation_split``: the *last* ``fraction`` of the samples, before shuffling."""
+def split_validation(arrays, fraction):
+    """Keras's ``validation_split``: the *last* ``fraction`` of the samples, before shuffling.
+    ``arrays`` is (xs, ys, sample weights), each a list of arrays."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"validation_split must be in (0, 1), got {fraction!r}")
-    n = num_samples(xs, ys)
+    n = num_samples(arrays[0], arrays[1])
     split_at = int(math.floor(n * (1.0 - fraction)))
     if split_at == 0 or split_at == n:
         raise ValueError(f"validation_split={fraction} leaves no samples on one side of the "
                          f"split with {n} samples")
-    return ([a[:split_at] for a in xs], [a[:split_at] for a in ys]), \
-        ([a[split_at:] for a in xs], [a[split_at:] for a in ys])
+    return tuple([a[:split_at] for a in part] for part in arrays), \
+        tuple([a[split_at:] for a in part] for part in arrays)
 
 
 def unpack_validation_data(validation_data):

@@ -1,17 +1,17 @@
 """The training API every Model has: compile, fit, evaluate, predict, and the *_on_batch forms.
 
 One loop for all backends: batches are sliced on the host, fed to a compiled step (see
-``steps.py``), and the step's additive statistics are summed into the metrics, whose results go
-to the callbacks and the progress bar.
+``steps.py``), and the step's losses and metric statistics are summed on the host into the
+logged values (``compile_utils.CompiledTargets``), which go to the callbacks and progress bar.
 """
 import numpy as np
 
-from hiapi import losses as losses_module
-from hiapi import metrics as metrics_module
 from hiapi import optimizers as optimizers_module
 from hiapi import random as _random
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
+from hiapi.callbacks.progbar import format_logs
 from hiapi.models import data, steps
+from hiapi.models.compile_utils import CompiledTargets, class_weights_to_sample_weights
 
 
 class Trainer:
@@ -20,11 +20,13 @@ class Trainer:
         self.optimizer = None
         self.stop_training = False
         self.history = None
+        self._compiled_targets = None
         self._step_functions = {}
 
     # ---- compile -----------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, **kwargs):
-        """Configure training, with Keras's arguments: ``compile(optimizer, loss, metrics)``."""
+        """Configure training with Keras's arguments: ``compile(optimizer, loss, metrics)``.
+        ``loss``, ``loss_weights`` and ``metrics`` may be given per output (list or dict)."""
         unsupported = set(kwargs) - {"run_eagerly", "jit_compile", "steps_per_execution",
                                      "weighted_metrics", "auto_scale_loss"}
         if unsupported:
@@ -33,48 +35,40 @@ class Trainer:
             raise ValueError("compile: a loss is required, e.g. "
                              "loss='sparse_categorical_crossentropy'")
         self.optimizer = optimizers_module.get(optimizer)
-        self._loss_ids = loss
-        self._loss_weight_ids = loss_weights
-        self._metric_ids = list(metrics or [])
-        self.compiled_losses = None
-        self.compiled_metrics = None
+        from hiapi import losses
+        for item in (loss.values() if isinstance(loss, dict) else
+                     loss if isinstance(loss, (list, tuple)) else [loss]):
+            losses.get(item)                 # fail now on an unknown name
+        self._compile_args = (loss, loss_weights, metrics)
+        self._loss_ids, self._loss_weight_ids = loss, loss_weights
+        self._metric_ids = metrics if metrics is not None else []
+        self._compiled_targets = None
         self._step_functions = {}
         self.compiled = True
 
-    def _resolve_losses(self, n_outputs):
-        ids = self._loss_ids if isinstance(self._loss_ids, (list, tuple)) \
-            else [self._loss_ids] * n_outputs
-        if len(ids) != n_outputs:
-            raise ValueError(f"compile: got {len(ids)} losses for {n_outputs} outputs")
-        self.compiled_losses = [losses_module.get(i) for i in ids]
-        weights = self._loss_weight_ids or [1.0] * n_outputs
-        self.loss_weights = [float(w) for w in weights]
-
-    def build_metrics(self, targets, outputs):
-        """Resolve metric names against the first output's shapes (once per compile)."""
-        if self.compiled_metrics is None:
-            self.compiled_metrics = [metrics_module.get(m, targets[0].shape, outputs[0].shape)
-                                     for m in self._metric_ids]
-
-    def metric_targets(self, targets, outputs):
-        return [(targets[0], outputs[0])] * len(self.compiled_metrics)
+    def compiled_targets(self, outputs):
+        """The per-output losses and metrics, resolved once the output names are known."""
+        if self._compiled_targets is None:
+            names = [_output_name(var, i) for i, var in enumerate(outputs)]
+            self._compiled_targets = CompiledTargets(*self._compile_args, names)
+        return self._compiled_targets
 
     @property
     def metrics_names(self):
-        return ["loss"] + [m.name for m in self.compiled_metrics or []]
+        return self._compiled_targets.log_names if self._compiled_targets else ["loss"]
 
-    # ---- step functions ----------------------------------------------------------------------
+    # ---- data and step functions -------------------------------------------------------------
     def _require_compiled(self, what):
         if not self.compiled:
             raise RuntimeError(f"Model {self.name!r} must be compiled before {what}(): call "
                                f"model.compile(optimizer, loss, metrics)")
 
-    def _prepare(self, x, y=None):
-        xs = data.as_list(x, "x")
-        ys = data.as_list(y, "y")
+    def _prepare(self, x, y=None, sample_weight=None, class_weight=None):
+        xs, ys = data.as_list(x, "x"), data.as_list(y, "y")
         if not xs:
             raise ValueError("x is required")
-        self._ensure_built(xs)
+        if not self.built and hasattr(self, "_stack"):
+            self.build((None,) + xs[0].shape[1:])
         specs = self.input_specs()
         if len(xs) != len(specs):
             raise ValueError(f"Model {self.name!r} expects {len(specs)} input arrays, got "
@@ -82,47 +76,27 @@ class Trainer:
         from hiapi.models.functional import _check_input
         for index, (array, (shape, _)) in enumerate(zip(xs, specs)):
             _check_input(self, index, shape, array.shape)
+        weights = []
         if ys:
-            if self.compiled_losses is None:
-                self._resolve_losses(len(ys))
-            ys = [loss.prepare_labels(y) for loss, y in zip(self.compiled_losses, ys)]
-            data.num_samples(xs, ys)
-        return xs, ys
+            if self._compiled_targets is None:   # trace once to learn the output names
+                self._step("predict", xs)
+            ys = self._compiled_targets.prepare_labels(ys)
+            weights = _sample_weights(sample_weight, class_weight, ys)
+            data.num_samples(xs, ys + weights)
+        return xs, ys, weights
 
-    def _ensure_built(self, xs):
-        if not self.built and hasattr(self, "_stack"):
-            self.build((None,) + xs[0].shape[1:])
-
-    def _step(self, kind, xs, ys=()):
-        key = (kind,) + tuple((a.ndim, a.dtype.kind) for a in list(xs) + list(ys))
+    def _step(self, kind, xs, ys=(), weights=()):
+        key = (kind, bool(weights)) + tuple((a.ndim, a.dtype.kind) for a in [*xs, *ys])
         function = self._step_functions.get(key)
         if function is None:
-            builder = {"train": steps.train_function, "test": steps.test_function,
-                       "predict": steps.predict_function}[kind]
-            function = builder(self, xs, ys) if kind != "predict" else builder(self, xs)
+            if kind == "predict":
+                function = steps.predict_function(self, xs)
+                self.compiled_targets(function.outputs) if self.compiled else None
+            else:
+                builder = steps.train_function if kind == "train" else steps.test_function
+                function = builder(self, xs, ys, weighted=bool(weights))
             self._step_functions[key] = function
         return function
-
-    def _reset_metrics(self):
-        self._loss_tracker = metrics_module.Mean(name="loss")
-        for metric in self.compiled_metrics or []:
-            metric.reset_state()
-
-    def _record(self, results, batch_size):
-        loss, statistics = float(results[0]), results[1:]
-        self._loss_tracker.update_state(loss * batch_size, batch_size)
-        position = 0
-        for metric in self.compiled_metrics:
-            count = metric.n_statistics
-            metric.update_state(*statistics[position:position + count])
-            position += count
-        return loss
-
-    def _logs(self):
-        logs = {"loss": self._loss_tracker.result()}
-        for metric in self.compiled_metrics:
-            logs[metric.name] = metric.result()
-        return logs
 
     # ---- fit ---------------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
@@ -131,17 +105,16 @@ class Trainer:
             validation_batch_size=None, validation_freq=1):
         """Train for ``epochs`` epochs; returns a ``History``. Arguments as in Keras."""
         self._require_compiled("fit")
-        if class_weight is not None or sample_weight is not None:
-            raise NotImplementedError("class_weight and sample_weight are not supported yet")
         if y is None:
             raise ValueError("fit: y (the targets) is required")
         batch_size = data.check_batch_size(batch_size)
-        xs, ys = self._prepare(x, y)
+        arrays = self._prepare(x, y, sample_weight, class_weight)
         validation = None
         if validation_data is not None:
             validation = self._prepare(*data.unpack_validation_data(validation_data))
         elif validation_split:
-            (xs, ys), validation = data.split_validation(xs, ys, validation_split)
+            arrays, validation = data.split_validation(arrays, validation_split)
+        xs, ys, weights = arrays
         data.check_finite(xs + ys, "training data")
         n = data.num_samples(xs, ys)
         steps_total = -(-n // batch_size)
@@ -149,30 +122,28 @@ class Trainer:
             steps_total = min(steps_total, int(steps_per_epoch))
         verbose = 1 if verbose == "auto" else int(verbose)
         self.history = History()
-        hooks = list(callbacks or []) + [self.history]
-        if verbose:
-            hooks.append(ProgbarLogger(verbose))
+        hooks = list(callbacks or []) + [self.history] + ([ProgbarLogger(verbose)] if verbose
+                                                          else [])
         hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": steps_total,
                                            "verbose": verbose})
-        train = self._step("train", xs, ys)
-        self.stop_training = False
-        self._resume_at = None
+        train = self._step("train", xs, ys, weights)
+        compiled = self._compiled_targets
+        self.stop_training, self._resume_at = False, None
         hooks.on_train_begin()
         skip = 0
         if self._resume_at is not None:          # set by BackupAndRestore
             initial_epoch, skip = self._resume_at
         logs, step_values = {}, self.optimizer.step_values()
         for epoch in range(initial_epoch, epochs):
-            self._reset_metrics()
+            compiled.reset()
             hooks.on_epoch_begin(epoch)
             batches = data.batch_indices(n, batch_size, shuffle, _random.epoch_generator(epoch))
             for step in range(skip, min(len(batches), steps_total)):
                 hooks.on_train_batch_begin(step)
-                feed = [a[batches[step]] for a in xs] + [a[batches[step]] for a in ys]
+                feed = [a[batches[step]] for a in xs + ys + weights]
                 step_values = self.optimizer.step_values()
-                results = train(*feed, *step_values)
-                loss = self._record(results, len(feed[0]))
-                logs = self._logs()
+                loss = compiled.record(train(*feed, *step_values), len(feed[0]))
+                logs = compiled.logs()
                 hooks.on_train_batch_end(step, logs)
                 if not np.isfinite(loss) and not self.stop_training:
                     raise FloatingPointError(
@@ -182,9 +153,9 @@ class Trainer:
                 if self.stop_training:
                     break
             skip = 0
-            logs = {**self._logs(), "learning_rate": step_values[0]}
+            logs = {**compiled.logs(), "learning_rate": step_values[0]}
             if validation is not None and (epoch + 1) % validation_freq == 0:
-                val_logs = self._evaluate_arrays(*validation, validation_batch_size or batch_size,
+                val_logs = self._evaluate_arrays(validation, validation_batch_size or batch_size,
                                                  validation_steps)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             hooks.on_epoch_end(epoch, logs)
@@ -199,47 +170,40 @@ class Trainer:
         """Loss and metrics over the data: a scalar if there are no metrics, else a list in
         ``metrics_names`` order (a dict with ``return_dict=True``)."""
         self._require_compiled("evaluate")
-        if sample_weight is not None:
-            raise NotImplementedError("sample_weight is not supported yet")
-        xs, ys = self._prepare(x, y)
-        logs = self._evaluate_arrays(xs, ys, data.check_batch_size(batch_size), steps,
+        arrays = self._prepare(x, y, sample_weight)
+        logs = self._evaluate_arrays(arrays, data.check_batch_size(batch_size), steps,
                                      CallbackList(callbacks or [], self, {}))
         if verbose:     # "auto" prints, as Keras's evaluate does
-            from hiapi.callbacks.progbar import format_logs
             print(f"evaluate - {format_logs(logs)}", flush=True)
-        if return_dict:
-            return logs
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
+        return logs if return_dict else _as_result(logs)
 
-    def _evaluate_arrays(self, xs, ys, batch_size, steps=None, hooks=None):
-        test = self._step("test", xs, ys)
-        self._reset_metrics()
+    def _evaluate_arrays(self, arrays, batch_size, steps=None, hooks=None):
+        xs, ys, weights = arrays
+        test = self._step("test", xs, ys, weights)
+        compiled = self._compiled_targets
+        compiled.reset()
         n = data.num_samples(xs, ys)
-        if hooks:
-            hooks.on_test_begin()
+        hooks = hooks or CallbackList([], self, {})
+        hooks.on_test_begin()
         for step, index in enumerate(data.batch_indices(n, batch_size, False, None)):
             if steps is not None and step >= steps:
                 break
-            if hooks:
-                hooks.on_test_batch_begin(step)
-            feed = [a[index] for a in xs] + [a[index] for a in ys]
-            self._record(test(*feed), len(feed[0]))
-            if hooks:
-                hooks.on_test_batch_end(step, self._logs())
-        logs = self._logs()
-        if hooks:
-            hooks.on_test_end(logs)
+            hooks.on_test_batch_begin(step)
+            feed = [a[index] for a in xs + ys + weights]
+            compiled.record(test(*feed), len(feed[0]))
+            hooks.on_test_batch_end(step, compiled.logs())
+        logs = compiled.logs()
+        hooks.on_test_end(logs)
         return logs
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Model outputs for ``x`` as numpy arrays (a list when the model has several)."""
-        xs, _ = self._prepare(x)
+        xs, _, _ = self._prepare(x)
         predict = self._step("predict", xs)
         batch_size = data.check_batch_size(batch_size)
-        n = data.num_samples(xs, [])
         chunks = []
-        for step, index in enumerate(data.batch_indices(n, batch_size, False, None)):
+        for step, index in enumerate(data.batch_indices(data.num_samples(xs, []), batch_size,
+                                                        False, None)):
             if steps is not None and step >= steps:
                 break
             chunks.append(predict(*[a[index] for a in xs]))
@@ -250,32 +214,55 @@ class Trainer:
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         """One optimizer step on one batch; returns that batch's loss (and metrics)."""
         self._require_compiled("train_on_batch")
-        xs, ys = self._prepare(x, y)
-        self._reset_metrics()
-        self._record(self._step("train", xs, ys)(*xs, *ys, *self.optimizer.step_values()),
-                     len(xs[0]))
-        return self._batch_result(return_dict)
+        xs, ys, weights = self._prepare(x, y, sample_weight, class_weight)
+        step = self._step("train", xs, ys, weights)
+        self._compiled_targets.reset()
+        self._compiled_targets.record(step(*xs, *ys, *weights, *self.optimizer.step_values()),
+                                      len(xs[0]))
+        logs = self._compiled_targets.logs()
+        return logs if return_dict else _as_result(logs)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
-        xs, ys = self._prepare(x, y)
-        self._reset_metrics()
-        self._record(self._step("test", xs, ys)(*xs, *ys), len(xs[0]))
-        return self._batch_result(return_dict)
+        arrays = self._prepare(x, y, sample_weight)
+        logs = self._evaluate_arrays(arrays, len(arrays[0][0]))
+        return logs if return_dict else _as_result(logs)
 
     def predict_on_batch(self, x):
-        xs, _ = self._prepare(x)
+        xs, _, _ = self._prepare(x)
         outputs = self._step("predict", xs)(*xs)
         return outputs[0] if len(outputs) == 1 else outputs
-
-    def _batch_result(self, return_dict):
-        logs = self._logs()
-        if return_dict:
-            return logs
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
 
     def summary(self, print_fn=None):
         """Print layers, output shapes and parameter counts, as Keras's ``summary()``."""
         from hiapi.models.summary import summary_text
         (print_fn or print)(summary_text(self))
+
+
+def _as_result(logs):
+    values = list(logs.values())
+    return values[0] if len(values) == 1 else values
+
+
+def _output_name(var, index):
+    history = var._keras_history
+    return history[0].name if history is not None else f"output_{index}"
+
+
+def _sample_weights(sample_weight, class_weight, ys):
+    if class_weight is not None:
+        if len(ys) != 1:
+            raise ValueError("class_weight is only supported for models with one output")
+        if sample_weight is not None:
+            raise ValueError("give sample_weight or class_weight, not both")
+        return [class_weights_to_sample_weights(class_weight, ys[0])]
+    if sample_weight is None:
+        return []
+    weights = data.as_list(sample_weight, "sample_weight")
+    if len(weights) != len(ys):
+        raise ValueError(f"sample_weight: got {len(weights)} arrays for {len(ys)} outputs")
+    for w in weights:
+        if w.ndim != 1:
+            raise ValueError(f"sample_weight must be one weight per sample (shape (n,)), got "
+                             f"shape {w.shape}")
+    return [w.astype(np.float32) for w in weights]
