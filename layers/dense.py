@@ -1,5 +1,5 @@
 """``Dense``: ``activation(inputs @ kernel + bias)`` over the last axis (Keras's layer)."""
-from hiapi import activations, initializers
+from hiapi import activations, constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
@@ -13,7 +13,9 @@ class Dense(Layer):
     """
 
     def __init__(self, units, activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"Dense {self.name!r}: units must be a positive integer, "
@@ -24,6 +26,10 @@ class Dense(Layer):
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
         self._config_initializers = (kernel_initializer, bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape):
@@ -31,9 +37,12 @@ class Dense(Layer):
         if input_dim is None:
             raise ValueError(f"Dense {self.name!r}: the last axis of its input must be known, "
                              f"got input shape {input_shape}")
-        self.kernel = self.add_weight((input_dim, self.units), self.kernel_initializer, "kernel")
-        self.bias = self.add_weight((self.units,), self.bias_initializer, "bias") \
-            if self.use_bias else None
+        self.kernel = self.add_weight((input_dim, self.units), self.kernel_initializer, "kernel",
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight((self.units,), self.bias_initializer, "bias",
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
         self.input_spec = InputSpec(min_ndim=2, axes={-1: input_dim})
         self.built = True
 
@@ -48,4 +57,8 @@ class Dense(Layer):
         return {**super().get_config(), "units": self.units,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(kernel_init),
-                "bias_initializer": initializers.serialize(bias_init)}
+                "bias_initializer": initializers.serialize(bias_init),
+                "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint)}

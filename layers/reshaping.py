@@ -15,16 +15,16 @@ class Reshape(Layer):
         self.target_shape = tuple(int(d) for d in target_shape)
 
     def call(self, inputs, training=None):
-        rest = inputs.shape[1:]
-        if None not in rest:
-            known = math.prod(d for d in self.target_shape if d != -1)
-            total = math.prod(rest)
-            if (-1 in self.target_shape and total % known) or \
-                    (-1 not in self.target_shape and known != total):
-                raise ValueError(f"Reshape {self.name!r}: cannot reshape input of shape "
-                                 f"{inputs.shape} ({total} values per sample) to "
-                                 f"{self.target_shape}")
-        return ops.reshape(inputs, (-1,) + self.target_shape)
+        rest, target = inputs.shape[1:], self.target_shape
+        if None in rest:
+            raise ValueError(f"Reshape {self.name!r}: all but the batch axis of its input must "
+                             f"be known, got shape {inputs.shape}")
+        known, total = math.prod(d for d in target if d != -1), math.prod(rest)
+        if (-1 in target and total % known) or (-1 not in target and known != total):
+            raise ValueError(f"Reshape {self.name!r}: cannot reshape input of shape "
+                             f"{inputs.shape} ({total} values per sample) to {target}")
+        target = tuple(total // known if d == -1 else d for d in target)
+        return ops.reshape(inputs, (-1,) + target)
 
     def get_config(self):
         return {**super().get_config(), "target_shape": self.target_shape}

@@ -49,9 +49,22 @@ class Trainer:
     def compiled_targets(self, outputs):
         """The per-output losses and metrics, resolved once the output names are known."""
         if self._compiled_targets is None:
-            names = [_output_name(var, i) for i, var in enumerate(outputs)]
-            self._compiled_targets = CompiledTargets(*self._compile_args, names)
+            self._compiled_targets = CompiledTargets(*self._compile_args,
+                                                     self.output_names(len(outputs)))
         return self._compiled_targets
+
+    def output_names(self, count):
+        """Keras's output names: the layers that produce the outputs."""
+        symbolic = getattr(self, "outputs", None)
+        if symbolic:
+            names = [var._keras_history[0].name for var in symbolic]
+        elif getattr(self, "_stack", None):
+            names = [self._stack[-1].name]
+        else:
+            names = [f"output_{i}" for i in range(count)]
+        if len(set(names)) != len(names):
+            names = [f"{name}_{i}" for i, name in enumerate(names)]
+        return names
 
     @property
     def metrics_names(self):
@@ -244,9 +257,6 @@ def _as_result(logs):
     return values[0] if len(values) == 1 else values
 
 
-def _output_name(var, index):
-    history = var._keras_history
-    return history[0].name if history is not None else f"output_{index}"
 
 
 def _sample_weights(sample_weight, class_weight, ys):

@@ -1,0 +1,61 @@
+"""A small CNN on Fashion-MNIST with batch normalization:
+Conv(32)-BN-ReLU-MaxPool -> Conv(64)-BN-ReLU-MaxPool -> Dense(128) -> Dropout -> Dense(10).
+
+    python examples/fashion_mnist_cnn.py              # 5 epochs, ~91% test accuracy
+
+Fashion-MNIST is not bundled: set HIAPI_DATA_DIR to a folder holding its IDX files, or let
+hiapi download it once into ~/.hiapi/datasets.
+"""
+import argparse
+import time
+
+import hiapi
+from hiapi import layers
+
+
+def build_model():
+    return hiapi.Sequential([
+        hiapi.Input(shape=(28, 28, 1)),
+        layers.Conv2D(32, 3, padding="same", use_bias=False),
+        layers.BatchNormalization(),
+        layers.Activation("relu"),
+        layers.MaxPooling2D(),
+        layers.Conv2D(64, 3, padding="same", use_bias=False),
+        layers.BatchNormalization(),
+        layers.Activation("relu"),
+        layers.MaxPooling2D(),
+        layers.Flatten(),
+        layers.Dense(128, activation="relu"),
+        layers.Dropout(0.3),
+        layers.Dense(10, activation="softmax"),
+    ])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--train-samples", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--verbose", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    hiapi.utils.set_random_seed(args.seed)
+    (x_train, y_train), (x_test, y_test) = hiapi.datasets.fashion_mnist.load_data()
+    x_train, y_train = x_train[:args.train_samples, :, :, None] / 255.0, \
+        y_train[:args.train_samples]
+    model = build_model()
+    model.compile(optimizer=hiapi.optimizers.Adam(1e-3),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    start = time.perf_counter()
+    model.fit(x_train, y_train, batch_size=args.batch_size, epochs=args.epochs,
+              validation_split=0.1, verbose=args.verbose)
+    seconds = time.perf_counter() - start
+    loss, accuracy = model.evaluate(x_test[..., None] / 255.0, y_test, verbose=0)
+    print(f"test loss {loss:.4f} - test accuracy {accuracy:.4f} - "
+          f"{seconds / args.epochs:.1f} s/epoch")
+    return accuracy
+
+
+if __name__ == "__main__":
+    main()
