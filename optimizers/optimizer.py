@@ -151,6 +151,9 @@ class Optimizer:
             lr = ops.cast(inputs[0], variable.dtype)
             value = self.apply_weight_decay(variable.read, variable, lr)
             step = self.update_step(gradient, value, variable, lr)
+            if variable.constraint is not None:
+                step = [(state, variable.constraint(new) if state is variable else new)
+                        for state, new in step]
             if apply_now is not None:   # between updates every state keeps its old value
                 step = [(state, ops.where(apply_now, new, state.read)) for state, new in step]
             updates += step

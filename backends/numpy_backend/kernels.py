@@ -73,6 +73,15 @@ def broadcast_like(out, x, like):
     out[...] = x
 
 
+@register("sum_like")
+def sum_like(out, g, like):
+    lead = g.ndim - like.ndim
+    stretched = tuple(lead + i for i, (d, gd) in enumerate(zip(like.shape, g.shape[lead:]))
+                      if d == 1 and gd != 1)
+    total = g.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
+    out[...] = total.reshape(out.shape)
+
+
 @register("reshape")
 def reshape(x, shape):
     return np.reshape(x, shape)

@@ -79,7 +79,7 @@ class Pad(Op):
                      for d, (lo, hi) in zip(x.shape, self.pads)), x.dtype
 
     def grad(self, inputs, y, g):
-        return [Slice(tuple((lo, -hi if hi else None) for lo, hi in self.pads))(g)]
+        return [Slice(tuple((lo or None, -hi if hi else None) for lo, hi in self.pads))(g)]
 
 
 def concatenate(xs, axis=-1):

@@ -96,21 +96,21 @@ class Add(Binary):
     name = "add"
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(g, a.shape), O.unbroadcast(g, b.shape)]
+        return [O.unbroadcast(g, a), O.unbroadcast(g, b)]
 
 
 class Subtract(Binary):
     name = "subtract"
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(g, a.shape), O.unbroadcast(-g, b.shape)]
+        return [O.unbroadcast(g, a), O.unbroadcast(-g, b)]
 
 
 class Multiply(Binary):
     name = "multiply"
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(g * b, a.shape), O.unbroadcast(g * a, b.shape)]
+        return [O.unbroadcast(g * b, a), O.unbroadcast(g * a, b)]
 
 
 class Divide(Binary):
@@ -122,31 +122,31 @@ class Divide(Binary):
 
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(g / b, a.shape), O.unbroadcast(-g * y / b, b.shape)]
+        return [O.unbroadcast(g / b, a), O.unbroadcast(-g * y / b, b)]
 
 
 class Power(Binary):
     name = "power"
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(g * b * a ** (b - 1), a.shape),
-                O.unbroadcast(g * log(a) * y, b.shape)]
+        return [O.unbroadcast(g * b * a ** (b - 1), a),
+                O.unbroadcast(g * log(a) * y, b)]
 
 
 class Maximum(Binary):
     name = "maximum"
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(where(a >= b, g, 0), a.shape),
-                O.unbroadcast(where(a >= b, 0, g), b.shape)]
+        return [O.unbroadcast(where(a >= b, g, 0), a),
+                O.unbroadcast(where(a >= b, 0, g), b)]
 
 
 class Minimum(Binary):
     name = "minimum"
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(where(a <= b, g, 0), a.shape),
-                O.unbroadcast(where(a <= b, 0, g), b.shape)]
+        return [O.unbroadcast(where(a <= b, g, 0), a),
+                O.unbroadcast(where(a <= b, 0, g), b)]
 
 
 class Compare(Binary):
@@ -178,8 +178,8 @@ class Where(Op):
 
     def grad(self, inputs, y, g):
         cond, a, b = inputs
-        return [None, O.unbroadcast(where(cond, g, 0), a.shape),
-                O.unbroadcast(where(cond, 0, g), b.shape)]
+        return [None, O.unbroadcast(where(cond, g, 0), a),
+                O.unbroadcast(where(cond, 0, g), b)]
 
 
 def _unary(cls):

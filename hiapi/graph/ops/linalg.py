@@ -19,8 +19,8 @@ class MatMul(Op):
 
     def grad(self, inputs, y, g):
         a, b = inputs
-        return [O.unbroadcast(matmul(g, O.swapaxes(b, -1, -2)), a.shape),
-                O.unbroadcast(matmul(O.swapaxes(a, -1, -2), g), b.shape)]
+        return [O.unbroadcast(matmul(g, O.swapaxes(b, -1, -2)), a),
+                O.unbroadcast(matmul(O.swapaxes(a, -1, -2), g), b)]
 
 
 def matmul(a, b):

@@ -32,7 +32,7 @@ class SoftmaxCrossEntropy(Op):
 
     def infer(self, logits, labels):
         require_float(self.name, logits)
-        if tuple(logits.shape) != tuple(labels.shape) and not all(
+        if logits.ndim != labels.ndim or not all(
                 a is None or b is None or a == b for a, b in zip(logits.shape, labels.shape)):
             raise ValueError(f"softmax_cross_entropy: labels of shape {labels.shape} must have "
                              f"the shape of the logits {logits.shape}")
@@ -57,7 +57,8 @@ class SparseSoftmaxCrossEntropy(Op):
         if logits.shape[-1] is None:
             raise ValueError("sparse_softmax_cross_entropy: the class axis of the logits must "
                              "have a known size")
-        if labels.ndim != logits.ndim - 1:
+        if labels.ndim != logits.ndim - 1 or not all(
+                a is None or b is None or a == b for a, b in zip(labels.shape, logits.shape)):
             raise ValueError(f"sparse_softmax_cross_entropy: labels of shape {labels.shape} "
                              f"must have the logits' shape {logits.shape} without its last axis")
         return logits.shape[:-1], logits.dtype

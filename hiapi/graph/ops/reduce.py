@@ -87,7 +87,7 @@ class BroadcastLike(Op):
         return like.shape, x.dtype
 
     def grad(self, inputs, y, g):
-        return [unbroadcast(g, inputs[0].shape), None]
+        return [unbroadcast(g, inputs[0]), None]
 
 
 def sum(x, axis=None, keepdims=False):
@@ -102,6 +102,7 @@ def max(x, axis=None, keepdims=False):
 
 def argmax(x, axis=-1):
     x = as_var(x)
+    x, axis = (O.reshape(x, (-1,)), 0) if axis is None else (x, axis)   # numpy: a flat index
     return ArgMax(normalize_axes("argmax", axis, x.ndim)[0])(x)
 
 
@@ -121,8 +122,26 @@ def broadcast_like(x, like):
     return x if x.shape == like.shape and None not in x.shape else BroadcastLike()(x, like)
 
 
-def unbroadcast(g, shape):
-    """Sum ``g`` over the axes that broadcasting added or stretched, giving ``shape`` back."""
+class SumLike(Op):
+    """``g`` summed down to the runtime shape of ``like`` (numpy broadcasting in reverse): for
+    the gradient of a broadcast whose stretched axes are only known once the batch size is."""
+    name = "sum_like"
+
+    def infer(self, g, like):
+        return like.shape, g.dtype
+
+    def grad(self, inputs, y, gg):
+        return [broadcast_like(gg, inputs[0]), None]
+
+
+def unbroadcast(g, like):
+    """Sum ``g`` over the axes that broadcasting added or stretched, giving ``like``'s shape.
+
+    Decided statically when the shapes tell; when an axis of ``like`` is unknown (the batch)
+    but ``g``'s is not, it may be 1 at run time, so a ``sum_like`` op decides then."""
+    shape = like.shape
+    if any(d is None and gd is not None for d, gd in zip(shape[::-1], g.shape[::-1])):
+        return SumLike()(g, like)
     lead = g.ndim - len(shape)
     if lead:
         g = sum(g, tuple(range(lead)))
