@@ -26,12 +26,13 @@ def mlp(hidden=64, seed=0):
 def test_fit_reaches_accuracy_on_real_mnist(mnist_small):
     (x, y), (x_test, y_test) = mnist_small
     model = mlp()
-    history = model.fit(x, y, batch_size=64, epochs=3, validation_split=0.1, verbose=0)
-    assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
-    assert history.epoch == [0, 1, 2]
+    history = model.fit(x, y, batch_size=64, epochs=5, validation_split=0.1, verbose=0)
+    assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy",
+                                    "learning_rate"}
+    assert history.epoch == [0, 1, 2, 3, 4]
     assert history.history["loss"][-1] < history.history["loss"][0]
     loss, accuracy = model.evaluate(x_test, y_test, verbose=0)
-    assert accuracy >= 0.88, accuracy          # 3000 images, 3 epochs: measured ~0.90-0.92
+    assert accuracy >= 0.88, accuracy      # 3000 images, 5 epochs: measured 0.89-0.91 (seeds 0-2)
     probabilities = model.predict(x_test[:7], verbose=0)
     assert probabilities.shape == (7, 10)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
@@ -234,8 +235,8 @@ class TestErrors:
         model = hiapi.Sequential([hiapi.Input(shape=(3,)), layers.Dense(2)])
         with pytest.raises(ValueError, match="Unknown loss 'crossentropyy'"):
             model.compile(optimizer="sgd", loss="crossentropyy")
-        with pytest.raises(ValueError, match="Unknown optimizer 'adamw?'.*sgd"):
-            model.compile(optimizer="adamw", loss="mse")
+        with pytest.raises(ValueError, match="Unknown optimizer 'adamx'.*sgd"):
+            model.compile(optimizer="adamx", loss="mse")
         model.compile(optimizer="sgd", loss="mse", metrics=["accurasy"])
         with pytest.raises(ValueError, match="Unknown metric 'accurasy'"):
             model.fit(np.ones((2, 3)), np.ones((2, 2)), verbose=0)
