@@ -1,0 +1,7 @@
+"""Data-parallel training over MPI behind ``fit``: see ``Strategy``."""
+from hiapi.distribute import compression
+from hiapi.distribute.communicator import (Communicator, LocalCommunicator, MPICommunicator,
+                                           world)
+from hiapi.distribute.ring import ring_allreduce
+from hiapi.distribute.scope import current_strategy
+from hiapi.distribute.strategy import MPIStrategy, Strategy

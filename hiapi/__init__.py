@@ -11,6 +11,6 @@ __version__ = "0.1.0"
 from hiapi import config, random  # noqa: F401
 from hiapi import backends, graph  # noqa: F401
 from hiapi import activations, initializers, losses, metrics, utils  # noqa: F401
-from hiapi import layers, optimizers, callbacks, models, saving, datasets  # noqa: F401
+from hiapi import layers, optimizers, callbacks, models, saving, datasets, distribute  # noqa
 from hiapi.layers import Input  # noqa: F401
 from hiapi.models import Model, Sequential  # noqa: F401

@@ -27,8 +27,10 @@ class SGD(Optimizer):
                 self.add_slot(variable, "momentum")
         super().build(variables)
 
+    momentum_applied_elsewhere = False   # set by DGC compression, which keeps the momentum
+
     def update_step(self, gradient, value, variable, lr):
-        if not self.momentum:
+        if not self.momentum or self.momentum_applied_elsewhere:
             return [(variable, value - lr * gradient)]
         velocity = self.get_slot(variable, "momentum")
         new_velocity = self.momentum * velocity.read - lr * gradient

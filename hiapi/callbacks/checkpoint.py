@@ -45,6 +45,8 @@ class ModelCheckpoint(Callback):
             self._save(epoch, logs)
 
     def _save(self, epoch, logs, batch=None):
+        if not self.model.distribution.is_chief:     # one writer in a distributed run
+            return
         logs = logs or {}
         if self.save_best_only:
             current = self.watch.value(logs)
@@ -92,10 +94,13 @@ class BackupAndRestore(Callback):
         self._backup(epoch + 1, 0)
 
     def _backup(self, epoch, step):
+        if not self.model.distribution.is_chief:
+            return
         from hiapi.saving.model_file import save_model
         save_model(self.model, self.backup_path, extra={
             "epoch": epoch, "step": step, "shuffle_seed": _random.shuffle_seed()})
 
     def on_train_end(self, logs=None):
-        if self.delete_checkpoint and self.backup_path.exists():
+        if self.model.distribution.is_chief and self.delete_checkpoint and \
+                self.backup_path.exists():
             self.backup_path.unlink()

@@ -43,6 +43,8 @@ class CSVLogger(Callback):
         self.keys, self._file = None, None
 
     def on_train_begin(self, logs=None):
+        if not self.model.distribution.is_chief:     # one writer in a distributed run
+            return
         resume = self.append and os.path.exists(self.filename) and \
             os.path.getsize(self.filename) > 0
         if resume:
@@ -53,6 +55,8 @@ class CSVLogger(Callback):
         self._writer = None
 
     def on_epoch_end(self, epoch, logs=None):
+        if self._file is None:
+            return
         logs = logs or {}
         if self.keys is None:
             self.keys = sorted(logs)

@@ -6,13 +6,13 @@ with no shape inference and no allocation by the executor in steady state.
 """
 from hiapi.graph.op import Spec
 from hiapi.graph.ops.sources import Placeholder, Read
-from hiapi.graph.schedule import topological_order
+from hiapi.graph.schedule import execution_order
 
 
 class Executable:
     def __init__(self, inputs, outputs, updates, input_shapes, backend):
         self.backend = backend
-        order = topological_order(list(outputs) + [value for _, value in updates])
+        order = execution_order(list(outputs) + [value for _, value in updates])
         slot = {var: i for i, var in enumerate(order)}
         fed = dict(zip(inputs, input_shapes))
         self.specs = {}

@@ -1,26 +1,53 @@
-"""Topological order of the Vars that some outputs need (each input before its users)."""
+"""Orders in which to run a graph: each input before its users.
+
+``topological_order`` is a depth-first order. ``execution_order`` refines it for ops that ask to
+run as early as possible (``Op.priority = "early"``, e.g. starting a non-blocking allreduce as
+soon as its gradients exist) or as late as possible (``"late"``, e.g. waiting for it only right
+before the updates that need it), which is what lets communication overlap the backward pass.
+"""
+import heapq
+
+_PRIORITY = {"early": 0, "normal": 1, "late": 2}
 
 
 def topological_order(outputs):
     """Vars reachable from ``outputs``, inputs first; iterative so deep graphs don't recurse."""
-    order, done, on_stack = [], set(), set()
+    order, done = [], set()
     for root in outputs:
-        if root in done:
-            continue
         stack = [(root, False)]
         while stack:
             var, expanded = stack.pop()
-            if expanded:
-                on_stack.discard(var)
-                if var not in done:
-                    done.add(var)
-                    order.append(var)
-                continue
             if var in done:
                 continue
-            on_stack.add(var)
+            if expanded:
+                done.add(var)
+                order.append(var)
+                continue
             stack.append((var, True))
-            for inp in reversed(var.inputs):
-                if inp not in done:
-                    stack.append((inp, False))
+            stack.extend((inp, False) for inp in reversed(var.inputs) if inp not in done)
     return order
+
+
+def execution_order(outputs):
+    """A topological order honouring ``Op.priority``; the depth-first order breaks ties."""
+    order = topological_order(outputs)
+    if all(getattr(v.op, "priority", "normal") == "normal" for v in order):
+        return order
+    rank = {var: i for i, var in enumerate(order)}
+    users, waiting = {var: [] for var in order}, {}
+    for var in order:
+        waiting[var] = len(set(var.inputs))
+        for inp in set(var.inputs):
+            users[inp].append(var)
+    key = lambda v: (_PRIORITY[getattr(v.op, "priority", "normal")], rank[v])
+    ready = [key(v) + (i,) for i, v in enumerate(order) if waiting[v] == 0]
+    heapq.heapify(ready)
+    result = []
+    while ready:
+        var = order[heapq.heappop(ready)[-1]]
+        result.append(var)
+        for user in users[var]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, key(user) + (rank[user],))
+    return result

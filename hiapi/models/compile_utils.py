@@ -92,6 +92,22 @@ class CompiledTargets:
             position += metric.n_statistics
         return float(results[0])
 
+    def totals_vector(self):
+        """Every running total as one float64 vector (to sum over workers)."""
+        parts = [t.totals for t in self._loss_trackers] + [m.totals for _, m in self.metrics]
+        return np.concatenate([np.ravel(v) for totals in parts for v in totals]).astype(
+            np.float64)
+
+    def load_totals(self, vector):
+        position = 0
+        for tracker in self._loss_trackers + [m for _, m in self.metrics]:
+            loaded = []
+            for value in tracker.totals:
+                size = np.size(value)
+                loaded.append(vector[position:position + size].reshape(np.shape(value)))
+                position += size
+            tracker.totals = loaded
+
     def logs(self):
         values = [t.result() for t in self._loss_trackers] + \
             [metric.result() for _, metric in self.metrics]

@@ -65,5 +65,8 @@ def train_function(model, xs, ys, weighted=False):
     if not params:
         raise ValueError(f"Model {model.name!r} has no trainable weights to train")
     gradients = grad(results[0], [v.read for v in params])
+    plan = model.distribution           # averages gradients over workers (a graph rewrite)
+    gradients = plan.reduce_gradients(gradients, params, model.optimizer)
     updates = model.optimizer.get_updates(gradients, params) + state.updates
-    return Function(feeds + model.optimizer.step_inputs(), results, updates, name="train_step")
+    return Function(feeds + model.optimizer.step_inputs() + plan.step_inputs(), results,
+                    updates, name="train_step")

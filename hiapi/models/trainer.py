@@ -11,6 +11,7 @@ from hiapi import random as _random
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
 from hiapi.models import data, steps
+from hiapi.models.distribution import LOCAL
 from hiapi.models.compile_utils import CompiledTargets, class_weights_to_sample_weights
 
 
@@ -22,6 +23,12 @@ class Trainer:
         self.history = None
         self._compiled_targets = None
         self._step_functions = {}
+        self._strategy = None
+
+    @property
+    def distribution(self):
+        """The strategy this model was compiled under (``Local`` for one process)."""
+        return self._strategy or LOCAL
 
     # ---- compile -----------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, **kwargs):
@@ -39,6 +46,8 @@ class Trainer:
         for item in (loss.values() if isinstance(loss, dict) else
                      loss if isinstance(loss, (list, tuple)) else [loss]):
             losses.get(item)                 # fail now on an unknown name
+        from hiapi.distribute.scope import current_strategy
+        self._strategy = current_strategy()
         self._compile_args = (loss, loss_weights, metrics)
         self._loss_ids, self._loss_weight_ids = loss, loss_weights
         self._metric_ids = metrics if metrics is not None else []
@@ -116,8 +125,18 @@ class Trainer:
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
             validation_batch_size=None, validation_freq=1):
-        """Train for ``epochs`` epochs; returns a ``History``. Arguments as in Keras."""
+        """Train for ``epochs`` epochs; returns a ``History``. Arguments as in Keras.
+        Under a ``hiapi.distribute.Strategy``, ``batch_size`` is per worker."""
         self._require_compiled("fit")
+        return self.distribution.guard(
+            self._fit, x, y, batch_size, epochs, verbose, callbacks, validation_split,
+            validation_data, shuffle, class_weight, sample_weight, initial_epoch,
+            steps_per_epoch, validation_steps, validation_batch_size, validation_freq)
+
+    def _fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
+             validation_data, shuffle, class_weight, sample_weight, initial_epoch,
+             steps_per_epoch, validation_steps, validation_batch_size, validation_freq):
+        plan = self.distribution
         if y is None:
             raise ValueError("fit: y (the targets) is required")
         batch_size = data.check_batch_size(batch_size)
@@ -130,16 +149,17 @@ class Trainer:
         xs, ys, weights = arrays
         data.check_finite(xs + ys, "training data")
         n = data.num_samples(xs, ys)
-        steps_total = -(-n // batch_size)
+        train = self._step("train", xs, ys, weights)
+        plan.begin(self)                        # same weights and batch order on every worker
+        steps_total = len(plan.batches(n, batch_size, False, None))
         if steps_per_epoch is not None:
             steps_total = min(steps_total, int(steps_per_epoch))
-        verbose = 1 if verbose == "auto" else int(verbose)
+        verbose = (1 if verbose == "auto" else int(verbose)) if plan.is_chief else 0
         self.history = History()
         hooks = list(callbacks or []) + [self.history] + ([ProgbarLogger(verbose)] if verbose
                                                           else [])
         hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": steps_total,
                                            "verbose": verbose})
-        train = self._step("train", xs, ys, weights)
         compiled = self._compiled_targets
         self.stop_training, self._resume_at = False, None
         hooks.on_train_begin()
@@ -149,13 +169,16 @@ class Trainer:
         logs, step_values = {}, self.optimizer.step_values()
         for epoch in range(initial_epoch, epochs):
             compiled.reset()
+            plan.on_epoch_begin(epoch)
             hooks.on_epoch_begin(epoch)
-            batches = data.batch_indices(n, batch_size, shuffle, _random.epoch_generator(epoch))
+            batches = plan.batches(n, batch_size, shuffle, _random.epoch_generator(epoch))
             for step in range(skip, min(len(batches), steps_total)):
                 hooks.on_train_batch_begin(step)
-                feed = [a[batches[step]] for a in xs + ys + weights]
+                index, local_n, global_n = batches[step]
+                feed = [a[index] for a in xs + ys + weights]
                 step_values = self.optimizer.step_values()
-                loss = compiled.record(train(*feed, *step_values), len(feed[0]))
+                results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
+                loss = compiled.record(results, local_n)
                 logs = compiled.logs()
                 hooks.on_train_batch_end(step, logs)
                 if not np.isfinite(loss) and not self.stop_training:
@@ -166,6 +189,7 @@ class Trainer:
                 if self.stop_training:
                     break
             skip = 0
+            plan.reduce_totals(compiled)           # every worker reports the same numbers
             logs = {**compiled.logs(), "learning_rate": step_values[0]}
             if validation is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_arrays(validation, validation_batch_size or batch_size,
@@ -186,7 +210,7 @@ class Trainer:
         arrays = self._prepare(x, y, sample_weight)
         logs = self._evaluate_arrays(arrays, data.check_batch_size(batch_size), steps,
                                      CallbackList(callbacks or [], self, {}))
-        if verbose:     # "auto" prints, as Keras's evaluate does
+        if verbose and self.distribution.is_chief:     # "auto" prints, as in Keras
             print(f"evaluate - {format_logs(logs)}", flush=True)
         return logs if return_dict else _as_result(logs)
 
@@ -198,13 +222,15 @@ class Trainer:
         n = data.num_samples(xs, ys)
         hooks = hooks or CallbackList([], self, {})
         hooks.on_test_begin()
-        for step, index in enumerate(data.batch_indices(n, batch_size, False, None)):
+        plan = self.distribution
+        for step, (index, local_n, _) in enumerate(plan.batches(n, batch_size, False, None)):
             if steps is not None and step >= steps:
                 break
             hooks.on_test_batch_begin(step)
             feed = [a[index] for a in xs + ys + weights]
-            compiled.record(test(*feed), len(feed[0]))
+            compiled.record(test(*feed), local_n)
             hooks.on_test_batch_end(step, compiled.logs())
+        plan.reduce_totals(compiled)
         logs = compiled.logs()
         hooks.on_test_end(logs)
         return logs
@@ -230,8 +256,9 @@ class Trainer:
         xs, ys, weights = self._prepare(x, y, sample_weight, class_weight)
         step = self._step("train", xs, ys, weights)
         self._compiled_targets.reset()
-        self._compiled_targets.record(step(*xs, *ys, *weights, *self.optimizer.step_values()),
-                                      len(xs[0]))
+        n, plan = len(xs[0]), self.distribution
+        self._compiled_targets.record(step(*xs, *ys, *weights, *self.optimizer.step_values(),
+                                           *plan.step_values(n, n * plan.size)), n)
         logs = self._compiled_targets.logs()
         return logs if return_dict else _as_result(logs)
 

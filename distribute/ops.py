@@ -1,0 +1,101 @@
+"""Collective graph ops, inserted by ``Strategy`` between gradients and optimizer updates.
+
+``allreduce_start`` packs a bucket of gradients (scaled by this worker's share of the global
+batch) into one flat buffer and starts a non-blocking allreduce on it; it asks to run *early*,
+so the scheduler issues it as soon as the bucket's gradients exist. ``allreduce_wait`` completes
+it and asks to run *late*, just before the updates that read the bucket: communication of one
+bucket overlaps the backward computation of the next. ``compressed_allreduce`` exchanges one
+gradient through a compressor (blocking; its state Variables are updated in place, so the op
+is marked stateful for the memory planner).
+"""
+import numpy as np
+
+from hiapi.graph.op import Op
+
+
+class Bucket:
+    """Gradients reduced together, and the run-time state of their collective."""
+
+    def __init__(self, communicator, sizes, stats):
+        self.communicator, self.sizes, self.stats = communicator, sizes, stats
+        self.request = None
+
+
+class AllreduceStart(Op):
+    name = "allreduce_start"
+    priority = "early"
+    stateful = True
+
+    def __init__(self, bucket):
+        self.bucket = bucket
+
+    def key(self):
+        return (id(self),)
+
+    def infer(self, scale, *gradients):
+        return (sum(self.bucket.sizes),), gradients[0].dtype
+
+    def grad(self, inputs, y, g):
+        raise NotImplementedError("collectives are not differentiable")
+
+
+class AllreduceWait(Op):
+    name = "allreduce_wait"
+    priority = "late"
+    view_of = 0
+    stateful = True
+
+    def __init__(self, bucket):
+        self.bucket = bucket
+
+    def key(self):
+        return (id(self),)
+
+    def infer(self, flat):
+        return flat.shape, flat.dtype
+
+
+class CompressedAllreduce(Op):
+    name = "compressed_allreduce"
+    stateful = True
+
+    def __init__(self, communicator, compressor, slots, stats):
+        self.communicator, self.compressor = communicator, compressor
+        self.slots, self.stats = slots, stats
+
+    def key(self):
+        return (id(self),)
+
+    def infer(self, gradient, scale, *state):
+        return gradient.shape, gradient.dtype
+
+
+def allreduce_start(out, scale, *gradients, bucket):
+    offset = 0
+    for gradient, size in zip(gradients, bucket.sizes):
+        np.multiply(gradient.reshape(-1), scale, out=out[offset:offset + size])
+        offset += size
+    bucket.stats.record(out.nbytes, out.nbytes)
+    bucket.request = bucket.communicator.iallreduce(out)
+
+
+def allreduce_wait(flat, bucket):
+    bucket.request.wait()
+    bucket.request = None
+    return flat
+
+
+def compressed_allreduce(out, gradient, scale, *state, communicator, compressor, slots, stats):
+    payload = compressor.compress(gradient * scale, dict(zip(slots, state)))
+    per_array = [communicator.allgather(array) for array in payload]
+    by_rank = list(zip(*[np.split(gathered, np.cumsum(sizes)[:-1])
+                         for gathered, sizes in per_array]))
+    out[...] = compressor.decompress(by_rank, out.shape, out.dtype)
+    stats.record(sum(a.nbytes for a in payload), gradient.nbytes)
+
+
+def register_kernels(backend):
+    for name, kernel in (("allreduce_start", allreduce_start),
+                         ("allreduce_wait", allreduce_wait),
+                         ("compressed_allreduce", compressed_allreduce)):
+        backend.kernels.setdefault(name, kernel)

@@ -1,0 +1,18 @@
+"""The strategy in effect: ``with strategy.scope():`` around ``compile`` attaches it to the
+model (a small module of its own so the trainer can ask without importing MPI)."""
+from contextlib import contextmanager
+
+_stack = []
+
+
+def current_strategy():
+    return _stack[-1] if _stack else None
+
+
+@contextmanager
+def strategy_scope(strategy):
+    _stack.append(strategy)
+    try:
+        yield strategy
+    finally:
+        _stack.pop()

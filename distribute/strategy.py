@@ -1,0 +1,209 @@
+"""``Strategy``: synchronous data-parallel training behind ``fit``.
+
+    strategy = hiapi.distribute.Strategy(compression="dgc", sparsity=0.999)
+    with strategy.scope():
+        model = make_model()
+        model.compile(optimizer=hiapi.optimizers.SGD(
+            learning_rate=strategy.scale_lr(0.1, base_batch=128), momentum=0.9), loss=...)
+    model.fit(x, y, batch_size=128, epochs=10)       # batch_size is per worker
+
+Run with ``mpiexec -n 4 python train.py``; without mpiexec the same script runs on one process.
+What the strategy does:
+
+- a graph rewrite of the train step: each worker's gradients are scaled by its share of the
+  global batch and summed over workers, so the update uses exactly the global-batch mean
+  gradient. Uncompressed gradients travel in buckets (``bucket_cap_mb``, last layers first)
+  whose non-blocking allreduce overlaps the rest of the backward pass; compressed ones go
+  through ``hiapi.distribute.compression``;
+- data sharding: every worker draws the same global permutation each epoch and takes its part
+  of each global batch (a final global batch too small to give every worker a sample is
+  dropped), so all workers run the same number of steps and none waits forever;
+- at the start of ``fit``: a check that every worker built the same model (shapes and dtypes),
+  then rank 0's weights, optimizer state and batch-order seed broadcast to all;
+- losses and metrics summed over workers before they are logged, so every rank reports the
+  same numbers; only rank 0 prints and writes checkpoints;
+- an exception on any rank prints that rank's traceback and aborts the whole job (non-zero
+  exit) instead of leaving the others blocked in a collective.
+"""
+import sys
+import traceback
+import zlib
+
+import numpy as np
+
+from hiapi import random as _random
+from hiapi.backends import get_backend
+from hiapi.graph import Variable, ops, placeholder
+from hiapi.distribute import compression as compression_module
+from hiapi.distribute.communicator import world
+from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
+                                  register_kernels)
+from hiapi.distribute.scope import strategy_scope
+
+
+class CommunicationStats:
+    """Bytes this worker sent for gradients, against what dense float gradients would be."""
+
+    def __init__(self):
+        self.sent = self.dense = self.steps = 0
+
+    def record(self, sent, dense):
+        self.sent += sent
+        self.dense += dense
+
+    @property
+    def bytes_per_step(self):
+        return self.sent / max(self.steps, 1)
+
+    @property
+    def compression_ratio(self):
+        return self.dense / self.sent if self.sent else float("nan")
+
+
+class Strategy:
+    def __init__(self, compression="none", bucket_cap_mb=25, algorithm="native",
+                 communicator=None, **compression_options):
+        self.communicator = communicator or world(algorithm)
+        self.rank, self.size = self.communicator.rank, self.communicator.size
+        self.compressor = compression_module.get(compression, **compression_options)
+        if hasattr(self.compressor, "reseed"):
+            self.compressor.reseed(self.rank)
+        self.compressor.workers = self.size
+        self.bucket_cap_bytes = int(bucket_cap_mb * 2**20)
+        self.stats = CommunicationStats()
+        self._scale = placeholder((), "float32", name="gradient_scale")
+
+    @property
+    def is_chief(self):
+        return self.rank == 0
+
+    def scope(self):
+        """``with strategy.scope():`` around ``compile`` makes the model train with it."""
+        return strategy_scope(self)
+
+    def scale_lr(self, learning_rate, base_batch=256, per_worker_batch=None):
+        """Linear scaling rule (Goyal et al. 2017) for the global batch of all workers:
+        ``lr * per_worker_batch * workers / base_batch``; ``per_worker_batch`` defaults to
+        ``base_batch`` (so the rate scales with the number of workers)."""
+        global_batch = (per_worker_batch or base_batch) * self.size
+        return learning_rate * global_batch / base_batch
+
+    # ---- data ----------------------------------------------------------------------------
+    def batches(self, n, batch_size, shuffle, rng):
+        order = rng.permutation(n) if shuffle else np.arange(n)
+        global_batch = batch_size * self.size
+        out = []
+        for start in range(0, n, global_batch):
+            chunk = order[start:start + global_batch]
+            if len(chunk) < self.size:
+                break
+            mine = np.array_split(chunk, self.size)[self.rank]
+            out.append((mine, len(mine), len(chunk)))
+        return out
+
+    def step_inputs(self):
+        return [self._scale]
+
+    def step_values(self, local_n, global_n):
+        self.stats.steps += 1
+        return [local_n / global_n]
+
+    # ---- the graph rewrite -----------------------------------------------------------------
+    def reduce_gradients(self, gradients, variables, optimizer):
+        register_kernels(get_backend())
+        self._take_over_momentum(optimizer)
+        pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
+        reduced = self._bucketed(pairs) if self.compressor.dense else self._compressed(pairs)
+        lookup = {id(v): r for (_, v), r in zip(pairs, reduced)}
+        return [lookup.get(id(v)) for v in variables]
+
+    def _bucketed(self, pairs):
+        buckets, current, size = [], [], 0
+        for gradient, variable in reversed(pairs):          # backward produces these first
+            nbytes = int(np.prod(variable.shape)) * variable.dtype.itemsize
+            if current and (size + nbytes > self.bucket_cap_bytes or
+                            gradient.dtype != current[0][0].dtype):
+                buckets.append(current)
+                current, size = [], 0
+            current.append((gradient, variable))
+            size += nbytes
+        if current:
+            buckets.append(current)
+        reduced = {}
+        for members in buckets:
+            sizes = [int(np.prod(v.shape)) for _, v in members]
+            bucket = Bucket(self.communicator, sizes, self.stats)
+            scale = ops.cast(self._scale, members[0][0].dtype)
+            flat = AllreduceWait(bucket)(AllreduceStart(bucket)(scale, *[g for g, _ in members]))
+            offset = 0
+            for (gradient, variable), n in zip(members, sizes):
+                part = ops.slice_axis(flat, 0, offset, offset + n)
+                reduced[id(variable)] = ops.reshape(part, variable.shape)
+                offset += n
+        return [reduced[id(v)] for _, v in pairs]
+
+    def _compressed(self, pairs):
+        slots = self.compressor.state_slots
+        out = []
+        for gradient, variable in pairs:
+            state = [Variable(np.zeros(variable.shape, variable.dtype),
+                              name=f"{variable.name}/{self.compressor.name}_{slot}",
+                              trainable=False) for slot in slots]
+            op = CompressedAllreduce(self.communicator, self.compressor, slots, self.stats)
+            out.append(op(gradient, ops.cast(self._scale, gradient.dtype),
+                          *[s.read for s in state]))
+        return out
+
+    def _take_over_momentum(self, optimizer):
+        """DGC keeps the momentum (it must, to correct it); the optimizer then applies none."""
+        if isinstance(self.compressor, compression_module.DGC):
+            from hiapi.optimizers import SGD
+            if self.compressor.momentum is None:
+                self.compressor.momentum = optimizer.momentum if isinstance(optimizer, SGD) \
+                    else 0.0
+            if isinstance(optimizer, SGD):
+                optimizer.momentum_applied_elsewhere = True
+
+    # ---- fit integration -----------------------------------------------------------------
+    def begin(self, model):
+        self._check_same_model(model)
+        variables = model.weights + model.state_variables + model.optimizer.variables
+        for variable in variables:
+            self.communicator.bcast(variable.value, root=0)
+        seed = self.communicator.bcast(np.array([_random.shuffle_seed()], np.int64), root=0)
+        _random.set_shuffle_seed(int(seed[0]))
+
+    def _check_same_model(self, model):
+        signature = ";".join(f"{v.shape}:{v.dtype}" for v in model.weights)
+        mine = np.array([zlib.crc32(signature.encode()), len(model.weights)], np.int64)
+        everyone, _ = self.communicator.allgather(mine)
+        everyone = everyone.reshape(-1, 2)
+        differing = [r for r in range(self.size) if not np.array_equal(everyone[r], everyone[0])]
+        if differing:
+            raise ValueError(f"distributed fit: rank(s) {differing} built a different model "
+                             f"than rank 0 (parameter shapes/dtypes differ; rank {self.rank} "
+                             f"has {len(model.weights)} weights: {signature[:200]})")
+
+    def reduce_totals(self, compiled):
+        vector = compiled.totals_vector()
+        compiled.load_totals(self.communicator.allreduce(vector))
+
+    def on_epoch_begin(self, epoch):
+        self.compressor.on_epoch_begin(epoch)
+
+    def guard(self, fn, *args, **kwargs):
+        """Run ``fn``; an exception on this rank ends the whole job with its traceback."""
+        try:
+            return fn(*args, **kwargs)
+        except BaseException:
+            if self.size == 1:
+                raise
+            sys.stderr.write(f"[hiapi rank {self.rank}/{self.size}] fit failed; aborting the "
+                             f"job:\n{traceback.format_exc()}")
+            sys.stderr.flush()
+            self.communicator.abort(1)
+            raise
+
+
+class MPIStrategy(Strategy):
+    """The MPI strategy, named explicitly (``Strategy`` picks it on the numpy backend)."""

@@ -1,0 +1,43 @@
+"""How the trainer splits work between processes. ``Local`` is the one-process behaviour;
+``hiapi.distribute.Strategy`` implements the same interface over MPI, so the training loop is
+one loop whether or not it runs under ``mpiexec``."""
+from hiapi.models import data
+
+
+class Local:
+    rank, size, is_chief = 0, 1, True
+
+    def batches(self, n, batch_size, shuffle, rng):
+        """This process's batches of one epoch: (indices, local size, global size)."""
+        return [(index, _length(index, n), _length(index, n))
+                for index in data.batch_indices(n, batch_size, shuffle, rng)]
+
+    def step_inputs(self):
+        return []
+
+    def step_values(self, local_n, global_n):
+        return []
+
+    def reduce_gradients(self, gradients, variables, optimizer):
+        return gradients
+
+    def begin(self, model):
+        pass
+
+    def reduce_totals(self, compiled):
+        pass
+
+    def on_epoch_begin(self, epoch):
+        pass
+
+    def guard(self, fn, *args, **kwargs):
+        return fn(*args, **kwargs)
+
+
+def _length(index, n):
+    if isinstance(index, slice):
+        return len(range(*index.indices(n)))
+    return len(index)
+
+
+LOCAL = Local()
