@@ -24,7 +24,7 @@ def run_mpi(ranks, worker, *args, timeout=180, check=True):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1"}
     result = subprocess.run([launcher, "-n", str(ranks), sys.executable,
-                             str(WORKERS / worker), *map(str, args)],
+                             str(WORKERS / worker), *map(str, args)],  # worker: name or path
                             capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"mpiexec -n {ranks} {worker} exited {result.returncode}\n"

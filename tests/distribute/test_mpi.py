@@ -2,6 +2,7 @@
 numpy, N-rank training equal to one process on the global batch, identical logs on all ranks,
 compressed training, and failures that end the job instead of hanging it."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,3 +75,13 @@ def test_mismatched_models_are_detected_at_start(tmp_path):
     result = run_mpi(2, "train.py", tmp_path, "none", "--mismatch", check=False, timeout=120)
     assert result.returncode != 0
     assert "built a different model than rank 0" in result.stderr
+
+
+@pytest.mark.parametrize("compression", ["none", "dgc"])
+def test_distributed_example(compression):
+    example = Path(__file__).resolve().parents[2] / "examples" / "distributed_mnist.py"
+    result = run_mpi(2, example, "--epochs", "1", "--train-samples", "2000", "--compression",
+                     compression, "--verbose", "0")
+    assert result.stdout.count("test accuracy") == 1          # rank 0 only
+    accuracy = float(result.stdout.split("test accuracy ")[1].split(",")[0])
+    assert accuracy > (0.75 if compression == "none" else 0.5)
