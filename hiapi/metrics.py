@@ -122,6 +122,12 @@ class _Confusion(Metric):
                 else s[0] for s in stats]
 
 
+def _ratio(numerator, denominator):
+    """numerator / denominator per threshold, 0 where nothing was counted."""
+    value = np.where(denominator > 0, numerator / np.maximum(denominator, 1e-300), 0.0)
+    return float(value) if np.ndim(value) == 0 else value.tolist()
+
+
 class Precision(_Confusion):
     """TP / (TP + FP) at ``thresholds`` (default 0.5) over all batches seen."""
 
@@ -130,8 +136,7 @@ class Precision(_Confusion):
 
     def result(self):
         tp, fp = self.totals[0], self.totals[1]
-        value = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1e-300), 0.0)
-        return float(value) if np.ndim(value) == 0 else value.tolist()
+        return _ratio(tp, tp + fp)
 
 
 class Recall(_Confusion):
@@ -142,8 +147,7 @@ class Recall(_Confusion):
 
     def result(self):
         tp, fn = self.totals[0], self.totals[2]
-        value = np.where(tp + fn > 0, tp / np.maximum(tp + fn, 1e-300), 0.0)
-        return float(value) if np.ndim(value) == 0 else value.tolist()
+        return _ratio(tp, tp + fn)
 
 
 class AUC(_Confusion):

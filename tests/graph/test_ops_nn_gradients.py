@@ -2,43 +2,14 @@
 ``check_op``: forward against direct numpy loops written here, float64 finite-difference
 gradients, and second derivatives (the conv and pooling gradient ops are each other's
 transposes, so double backward is graph too)."""
-import math
-
 import numpy as np
 import pytest
 
 from check_op import check_op
+from numpy_references import conv2d as conv_reference, pool2d as pool_reference
 from hiapi.graph import Function, ops, placeholder
 
 RNG = np.random.default_rng(99)
-
-
-def same_pads(size, kernel, stride, dilation=1):
-    out = math.ceil(size / stride)
-    total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
-    return total // 2, total - total // 2
-
-
-def conv_reference(x, w, strides, padding, dilation, groups):
-    n, h, wd, c = x.shape
-    kh, kw, cg, f = w.shape
-    if padding == "same":
-        (t, b), (l, r) = same_pads(h, kh, strides[0], dilation[0]), \
-            same_pads(wd, kw, strides[1], dilation[1])
-        x = np.pad(x, ((0, 0), (t, b), (l, r), (0, 0)))
-    oh = (x.shape[1] - (kh - 1) * dilation[0] - 1) // strides[0] + 1
-    ow = (x.shape[2] - (kw - 1) * dilation[1] - 1) // strides[1] + 1
-    y = np.zeros((n, oh, ow, f))
-    fg = f // groups
-    for i in range(oh):
-        for j in range(ow):
-            for a in range(kh):
-                for bb in range(kw):
-                    patch = x[:, i * strides[0] + a * dilation[0], j * strides[1] + bb * dilation[1]]
-                    for g in range(groups):
-                        y[:, i, j, g * fg:(g + 1) * fg] += \
-                            patch[:, g * cg:(g + 1) * cg] @ w[a, bb, :, g * fg:(g + 1) * fg]
-    return y
 
 
 CONVS = [   # (input hw, kernel hw, strides, padding, dilation, groups)
@@ -72,21 +43,6 @@ def test_conv2d_gradient_ops(hw, khw, strides, padding, dilation, groups):
     forward = (conv_reference(x, w, strides, padding, dilation, groups) * g).sum()
     assert (x * dx).sum() == pytest.approx(forward, rel=1e-10)
     assert (w * dw).sum() == pytest.approx(forward, rel=1e-10)
-
-
-def pool_reference(x, pool, strides, padding, kind):
-    n, h, w, c = x.shape
-    (t, _), (l, _) = (same_pads(h, pool[0], strides[0]), same_pads(w, pool[1], strides[1])) \
-        if padding == "same" else ((0, 0), (0, 0))
-    oh = math.ceil(h / strides[0]) if padding == "same" else (h - pool[0]) // strides[0] + 1
-    ow = math.ceil(w / strides[1]) if padding == "same" else (w - pool[1]) // strides[1] + 1
-    y = np.zeros((n, oh, ow, c))
-    for i in range(oh):
-        for j in range(ow):
-            r, q = i * strides[0] - t, j * strides[1] - l
-            window = x[:, max(r, 0):r + pool[0], max(q, 0):q + pool[1]]
-            y[:, i, j] = window.max((1, 2)) if kind == "max" else window.mean((1, 2))
-    return y
 
 
 POOLS = [((6, 6), (2, 2), (2, 2), "valid"), ((5, 7), (2, 2), (2, 2), "same"),

@@ -1,10 +1,11 @@
-"""Forward maths of every layer against an independent numpy reference written plainly here,
+"""Forward maths of every layer against an independent numpy reference (plain loops here and
+in tests/graph/numpy_references.py),
 including the tricky cases: 'same' padding with even kernels and strides, dilation, groups,
 channels_first, batch norm in inference, recurrent gate order."""
-import math
-
 import numpy as np
 import pytest
+
+import numpy_references
 
 import hiapi
 from hiapi import layers
@@ -16,33 +17,8 @@ def randn(*shape):
     return RNG.normal(size=shape).astype(np.float32)
 
 
-def same_pads(size, kernel, stride, dilation=1):
-    out = math.ceil(size / stride)
-    total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
-    return total // 2, total - total // 2
-
-
 def reference_conv2d(x, w, b, strides, padding, dilation, groups=1):
-    """Direct loops: y[n,i,j,f] = sum over window and input channels of the group."""
-    n, h, wd, c = x.shape
-    kh, kw, cg, f = w.shape
-    if padding == "same":
-        (t, bt), (l, r) = same_pads(h, kh, strides[0], dilation[0]), \
-            same_pads(wd, kw, strides[1], dilation[1])
-        x = np.pad(x, ((0, 0), (t, bt), (l, r), (0, 0)))
-    oh = (x.shape[1] - (kh - 1) * dilation[0] - 1) // strides[0] + 1
-    ow = (x.shape[2] - (kw - 1) * dilation[1] - 1) // strides[1] + 1
-    y = np.zeros((n, oh, ow, f), np.float64)
-    per_group = f // groups
-    for i in range(oh):
-        for j in range(ow):
-            for a in range(kh):
-                for c_ in range(kw):
-                    patch = x[:, i * strides[0] + a * dilation[0], j * strides[1] + c_ * dilation[1]]
-                    for g in range(groups):
-                        fs = slice(g * per_group, (g + 1) * per_group)
-                        y[:, i, j, fs] += patch[:, g * cg:(g + 1) * cg] @ w[a, c_, :, fs]
-    return y + b
+    return numpy_references.conv2d(x, w, strides, padding, dilation, groups) + b
 
 
 @pytest.mark.parametrize("size, kernel, strides, padding, dilation, groups", [
@@ -83,19 +59,7 @@ def test_conv1d(padding, strides, dilation):
     np.testing.assert_allclose(y, expected[:, 0], rtol=1e-4, atol=1e-4)
 
 
-def reference_pool(x, pool, strides, padding, kind):
-    n, h, w, c = x.shape
-    (t, _), (l, _) = (same_pads(h, pool[0], strides[0]), same_pads(w, pool[1], strides[1])) \
-        if padding == "same" else ((0, 0), (0, 0))
-    oh = math.ceil(h / strides[0]) if padding == "same" else (h - pool[0]) // strides[0] + 1
-    ow = math.ceil(w / strides[1]) if padding == "same" else (w - pool[1]) // strides[1] + 1
-    y = np.zeros((n, oh, ow, c))
-    for i in range(oh):
-        for j in range(ow):
-            r0, c0 = i * strides[0] - t, j * strides[1] - l
-            window = x[:, max(r0, 0):r0 + pool[0], max(c0, 0):c0 + pool[1]]
-            y[:, i, j] = window.max((1, 2)) if kind == "max" else window.mean((1, 2))
-    return y
+reference_pool = numpy_references.pool2d
 
 
 @pytest.mark.parametrize("cls, kind", [(layers.MaxPooling2D, "max"),
