@@ -30,6 +30,8 @@ class Function:
         self.updates = [(variable, self._check_update(variable, value))
                         for variable, value in updates]
         self._executables = {}
+        self._optimized = None
+        self.pass_stats = None
 
     def _check_update(self, variable, value):
         value = as_var(value, variable.dtype)
@@ -56,10 +58,22 @@ class Function:
         """The compiled graph for these concrete input shapes (compiled on first use)."""
         executable = self._executables.get(shapes)
         if executable is None:
-            executable = Executable(self.inputs, self.outputs, self.updates, shapes,
-                                    get_backend())
+            outputs, updates = self.optimized()
+            executable = Executable(self.inputs, outputs, updates, shapes, get_backend())
             self._executables[shapes] = executable
         return executable
+
+    def optimized(self):
+        """Outputs and updates after the graph passes (run once, on the symbolic graph)."""
+        if self._optimized is None:
+            from hiapi.graph.passes import dead_code, optimize
+            updates = dead_code.live_updates(self.updates)
+            roots, self.pass_stats = optimize(self.outputs + [v for _, v in updates])
+            outputs = roots[:len(self.outputs)]
+            updates = [(variable, value) for (variable, _), value in
+                       zip(updates, roots[len(self.outputs):])]
+            self._optimized = (outputs, updates)
+        return self._optimized
 
     def _coerce(self, var, array, backend):
         array = np.asarray(array) if not hasattr(array, "__array_namespace__") else array

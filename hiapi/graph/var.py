@@ -14,8 +14,8 @@ import numpy as np
 
 
 class Var:
-    __slots__ = ("op", "inputs", "shape", "dtype", "name", "_keras_history", "_keras_logits",
-                 "__weakref__")
+    __slots__ = ("op", "inputs", "shape", "dtype", "name", "recompute", "_keras_history",
+                 "_keras_logits", "__weakref__")
 
     def __init__(self, op, inputs, shape, dtype, name=None):
         self.op = op
@@ -23,6 +23,7 @@ class Var:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.name = name
+        self.recompute = False       # a copy made by sublinear memory planning
         self._keras_history = None   # (layer, call inputs) when produced by a layer call
         self._keras_logits = None    # pre-activation Var when this is softmax/sigmoid output
 
