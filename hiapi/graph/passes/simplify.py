@@ -130,7 +130,7 @@ def _gather_linear(roots):
             return new
         terms, constant = _terms(new, _Uses(uses), new)
         rebuilt = _build(terms, constant, new)
-        if rebuilt is None or count_ops([rebuilt]) >= count_ops([new]):
+        if rebuilt is None or count_ops([rebuilt]) >= count_ops([var]):   # the original tree
             return new
         uses[rebuilt] = consumers[var]
         return rebuilt
