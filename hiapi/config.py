@@ -56,3 +56,12 @@ def passes(all_names):
         raise ValueError(f"unknown graph pass(es) {sorted(unknown)} in HIAPI_PASSES / "
                          f"set_passes: valid passes are {', '.join(all_names)}")
     return names
+
+
+def memory():
+    """Memory planning for compiled graphs: ``HIAPI_MEMORY`` is "plan" (default: one arena,
+    buffers reused, in place) or "none" (every value its own buffer)."""
+    value = os.environ.get("HIAPI_MEMORY", "plan").strip().lower() or "plan"
+    if value not in ("plan", "none"):
+        raise ValueError(f"HIAPI_MEMORY must be 'plan' or 'none', got {value!r}")
+    return value

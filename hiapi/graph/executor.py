@@ -1,26 +1,36 @@
 """``Executable``: one compiled graph for one set of concrete input shapes.
 
-Compiling binds every shape, allocates every output buffer once, and turns the graph into a flat
-list of steps (kernel, output slot, input slots, attributes); running is one loop over that list
-with no shape inference and no allocation by the executor in steady state.
+Compiling binds every shape, plans memory (``hiapi.graph.memory``: one arena, each value at an
+offset, buffers reused once their values are dead, in place where an op allows it), and turns
+the graph into a flat list of steps (kernel, output slot, input slots, attributes); running is
+one loop over that list with no shape inference and no allocation by the executor.
+``memory="none"`` gives every value its own buffer instead (for comparison and bisection).
 """
+import numpy as np
+
+from hiapi.graph.memory import plan_memory
 from hiapi.graph.op import Spec
 from hiapi.graph.ops.sources import Placeholder, Read
 from hiapi.graph.schedule import execution_order
 
 
 class Executable:
-    def __init__(self, inputs, outputs, updates, input_shapes, backend):
+    def __init__(self, inputs, outputs, updates, input_shapes, backend, memory="plan"):
         self.backend = backend
-        order = execution_order(list(outputs) + [value for _, value in updates])
+        roots = list(outputs) + [value for _, value in updates]
+        order = execution_order(roots)
         slot = {var: i for i, var in enumerate(order)}
         fed = dict(zip(inputs, input_shapes))
         self.specs = {}
+        for var in order:
+            self.specs[var] = self._infer(var, fed)
+        self.plan = plan_memory(order, self.specs, roots) if memory == "plan" else None
         self.buffers = [None] * len(order)
         self.reads, self.steps = [], []
+        allocate = self._arena_allocator(backend) if self.plan else \
+            (lambda var, spec: backend.empty(spec.shape, spec.dtype))
         for var in order:
-            self.specs[var] = spec = self._infer(var, fed)
-            self._bind(var, spec, slot, backend)
+            self._bind(var, self.specs[var], slot, backend, allocate)
         self.order = order
         self.input_slots = [slot.get(var) for var in inputs]
         self.output_slots = [slot[var] for var in outputs]
@@ -41,7 +51,22 @@ class Executable:
         except (ValueError, TypeError) as error:
             raise type(error)(f"{error} (while compiling for the fed input shapes)") from error
 
-    def _bind(self, var, spec, slot, backend):
+    def _arena_allocator(self, backend):
+        plan = self.plan
+        self.arena = backend.empty((plan.arena_bytes,), np.uint8)
+        placed = {}
+
+        def allocate(var, spec):
+            host = plan.shares.get(var, var)
+            if host in placed:
+                return placed[host]
+            offset, count = plan.offsets[host], int(np.prod(spec.shape))
+            raw = self.arena[offset:offset + count * spec.dtype.itemsize]
+            placed[host] = raw.view(spec.dtype).reshape(spec.shape)
+            return placed[host]
+        return allocate
+
+    def _bind(self, var, spec, slot, backend, allocate):
         op, i = var.op, slot[var]
         if isinstance(op, Read):
             self.reads.append((i, op.variable))
@@ -53,7 +78,7 @@ class Executable:
             kernel = backend.kernel(op)
             view = op.view_of is not None
             if not view:
-                self.buffers[i] = backend.empty(spec.shape, spec.dtype)
+                self.buffers[i] = allocate(var, spec)
             self.steps.append((kernel, i, tuple(slot[v] for v in var.inputs), op.attrs(), view))
 
     def run(self, arrays):

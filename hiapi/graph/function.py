@@ -11,6 +11,7 @@ simply compiles (once) a second executable::
 """
 import numpy as np
 
+from hiapi import config
 from hiapi.backends import get_backend
 from hiapi.graph.executor import Executable
 from hiapi.graph.op import as_var
@@ -19,8 +20,9 @@ from hiapi.graph.var import Var
 
 
 class Function:
-    def __init__(self, inputs, outputs, updates=(), name="function"):
+    def __init__(self, inputs, outputs, updates=(), name="function", memory=None):
         self.name = name
+        self.memory = memory
         self.inputs = list(inputs)
         for var in self.inputs:
             if not isinstance(var, Var) or not isinstance(var.op, Placeholder):
@@ -59,7 +61,8 @@ class Function:
         executable = self._executables.get(shapes)
         if executable is None:
             outputs, updates = self.optimized()
-            executable = Executable(self.inputs, outputs, updates, shapes, get_backend())
+            executable = Executable(self.inputs, outputs, updates, shapes, get_backend(),
+                                    memory=self.memory or config.memory())
             self._executables[shapes] = executable
         return executable
 

@@ -31,6 +31,7 @@ class Op:
     name = "op"                 # kernel key in every backend
     elementwise = False         # output[i] depends on inputs[i] only: fusible
     view_of = None              # index of the input whose memory the output aliases
+    inplace = False             # kernels must be right when the output buffer is an input's
     is_source = False           # no inputs: placeholder, constant, variable read
 
     def __call__(self, *inputs, name=None):

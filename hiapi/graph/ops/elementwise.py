@@ -21,27 +21,32 @@ class Unary(Op):
 
 class Negative(Unary):
     name = "negative"
+    inplace = True
     float_only = False
     def grad(self, inputs, y, g): return [-g]
 
 
 class Exp(Unary):
     name = "exp"
+    inplace = True
     def grad(self, inputs, y, g): return [g * y]
 
 
 class Log(Unary):
     name = "log"
+    inplace = True
     def grad(self, inputs, y, g): return [g / inputs[0]]
 
 
 class Sqrt(Unary):
     name = "sqrt"
+    inplace = True
     def grad(self, inputs, y, g): return [g * 0.5 / y]
 
 
 class Tanh(Unary):
     name = "tanh"
+    inplace = True
     def grad(self, inputs, y, g): return [g * (1.0 - y * y)]
 
 
@@ -52,12 +57,14 @@ class Sigmoid(Unary):
 
 class Relu(Unary):
     name = "relu"
+    inplace = True
     float_only = False
     def grad(self, inputs, y, g): return [where(inputs[0] > 0, g, 0)]
 
 
 class Abs(Unary):
     name = "abs"
+    inplace = True
     float_only = False
     def grad(self, inputs, y, g): return [where(inputs[0] >= 0, g, -g)]
 
@@ -87,6 +94,7 @@ class Cast(Unary):
 
 class Binary(Op):
     elementwise = True
+    inplace = True
 
     def infer(self, a, b):
         return broadcast_shapes(self.name, a.shape, b.shape), result_dtype(a, b)
@@ -151,6 +159,7 @@ class Minimum(Binary):
 
 class Compare(Binary):
     """Comparisons give booleans and have no gradient."""
+    inplace = False
     def infer(self, a, b):
         return broadcast_shapes(self.name, a.shape, b.shape), np.dtype(bool)
 
@@ -170,6 +179,7 @@ class Where(Op):
     """``where(cond, a, b)``: a where cond is true, else b (numpy broadcasting)."""
     name = "where"
     elementwise = True
+    inplace = True
 
     def infer(self, cond, a, b):
         if cond.dtype != np.dtype(bool):

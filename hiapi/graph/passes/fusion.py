@@ -24,6 +24,11 @@ class FusedElementwise(Op):
         self.shapes = shapes            # symbolic (shape, dtype) of each step, for backends
         self.scratch = {}               # the backend's per-shape buffers, kept between calls
 
+    @property
+    def inplace(self):
+        """Only the last step writes the output, after every other step has read its inputs."""
+        return self.program[-1][0].inplace
+
     def key(self):
         return (FusedElementwise, tuple((op.key(), refs) for op, refs in self.program))
 
