@@ -20,9 +20,15 @@ from hiapi.graph.var import Var
 
 
 class Function:
-    def __init__(self, inputs, outputs, updates=(), name="function", memory=None):
+    def __init__(self, inputs, outputs, updates=(), name="function", memory=None,
+                 recompute=None, forward_outputs=None):
+        """``recompute``: None, "sublinear" (about sqrt(n) checkpoint segments), or a byte
+        budget (the cheapest recomputation whose planned memory fits it). The first
+        ``forward_outputs`` outputs are the forward pass (default: all outputs); everything
+        else (gradients, updates) reads recomputed copies of forward values."""
         self.name = name
         self.memory = memory
+        self.recompute = recompute
         self.inputs = list(inputs)
         for var in self.inputs:
             if not isinstance(var, Var) or not isinstance(var.op, Placeholder):
@@ -31,6 +37,7 @@ class Function:
         self.outputs = [outputs] if self._single else [as_var(v) for v in outputs]
         self.updates = [(variable, self._check_update(variable, value))
                         for variable, value in updates]
+        self.forward_outputs = len(self.outputs) if forward_outputs is None else forward_outputs
         self._executables = {}
         self._optimized = None
         self.pass_stats = None
@@ -61,10 +68,41 @@ class Function:
         executable = self._executables.get(shapes)
         if executable is None:
             outputs, updates = self.optimized()
-            executable = Executable(self.inputs, outputs, updates, shapes, get_backend(),
-                                    memory=self.memory or config.memory())
+            if self.recompute is None:
+                executable = self._compile(outputs, updates, shapes)
+            else:
+                executable = self._compile_with_recomputation(outputs, updates, shapes)
             self._executables[shapes] = executable
         return executable
+
+    def _compile(self, outputs, updates, shapes, recomputed=0):
+        executable = Executable(self.inputs, outputs, updates, shapes, get_backend(),
+                                memory=self.memory or config.memory())
+        executable.recomputed_values = recomputed
+        return executable
+
+    def _compile_with_recomputation(self, outputs, updates, shapes):
+        from hiapi.graph.memory import sublinear
+        forward, rest = outputs[:self.forward_outputs], outputs[self.forward_outputs:]
+
+        def build(every):
+            roots, copies = sublinear.rewrite(forward, rest + [v for _, v in updates], every)
+            new_updates = [(var, value) for (var, _), value in zip(updates, roots[len(rest):])]
+            return self._compile(forward + roots[:len(rest)], new_updates, shapes, copies)
+
+        if self.recompute == "sublinear":
+            return build(sublinear.sqrt_segments(forward))
+        budget = parse_bytes(self.recompute)
+        tried = []
+        for every in sublinear.spacings(forward):
+            executable = build(every)
+            tried.append(executable)
+            if executable.plan.arena_bytes <= budget:
+                return executable
+        smallest = min(e.plan.arena_bytes for e in tried)
+        raise ValueError(f"Function {self.name!r}: no recomputation plan fits the memory "
+                         f"budget of {budget:,} bytes; the smallest achievable is "
+                         f"{smallest:,} bytes")
 
     def optimized(self):
         """Outputs and updates after the graph passes (run once, on the symbolic graph)."""
@@ -92,3 +130,19 @@ class Function:
 def _fmt(shape):
     return "(" + ", ".join("None" if d is None else str(d) for d in shape) + \
         ("," if len(shape) == 1 else "") + ")"
+
+
+def parse_bytes(value):
+    """Bytes from an int or a string like "2GB", "512 MiB", "100kb"."""
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value).strip().upper().replace(" ", "")
+    units = {"TIB": 2**40, "GIB": 2**30, "MIB": 2**20, "KIB": 2**10, "TB": 10**12,
+             "GB": 10**9, "MB": 10**6, "KB": 10**3, "B": 1}
+    for unit, factor in units.items():
+        if text.endswith(unit):
+            try:
+                return int(float(text[:-len(unit)]) * factor)
+            except ValueError:
+                break
+    raise ValueError(f"cannot read a memory size from {value!r}: use bytes or e.g. '2GB'")

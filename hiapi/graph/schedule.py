@@ -28,18 +28,24 @@ def topological_order(outputs):
     return order
 
 
+def _priority(var):
+    return "late" if var.recompute else getattr(var.op, "priority", "normal")
+
+
 def execution_order(outputs):
-    """A topological order honouring ``Op.priority``; the depth-first order breaks ties."""
+    """A topological order honouring ``Op.priority`` (and running recomputed values late); the
+    depth-first order breaks ties, except that late nodes go in the order they are needed."""
     order = topological_order(outputs)
-    if all(getattr(v.op, "priority", "normal") == "normal" for v in order):
+    if all(_priority(v) == "normal" for v in order):
         return order
     rank = {var: i for i, var in enumerate(order)}
+    needed = _needed_at(order, rank)
     users, waiting = {var: [] for var in order}, {}
     for var in order:
         waiting[var] = len(set(var.inputs))
         for inp in set(var.inputs):
             users[inp].append(var)
-    key = lambda v: (_PRIORITY[getattr(v.op, "priority", "normal")], rank[v])
+    key = lambda v: (_PRIORITY[_priority(v)], needed[v] if _priority(v) == "late" else rank[v])
     ready = [key(v) + (i,) for i, v in enumerate(order) if waiting[v] == 0]
     heapq.heapify(ready)
     result = []
@@ -51,3 +57,15 @@ def execution_order(outputs):
             if waiting[user] == 0:
                 heapq.heappush(ready, key(user) + (rank[user],))
     return result
+
+
+def _needed_at(order, rank):
+    """For each node, the rank of the earliest non-late node that (transitively) needs it."""
+    needed = {}
+    for var in reversed(order):
+        if var not in needed:
+            needed[var] = len(order)
+        own = needed[var] if _priority(var) == "late" else rank[var]
+        for inp in var.inputs:
+            needed[inp] = min(needed.get(inp, len(order)), own)
+    return needed

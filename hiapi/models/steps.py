@@ -69,4 +69,5 @@ def train_function(model, xs, ys, weighted=False):
     gradients = plan.reduce_gradients(gradients, params, model.optimizer)
     updates = model.optimizer.get_updates(gradients, params) + state.updates
     return Function(feeds + model.optimizer.step_inputs() + plan.step_inputs(), results,
-                    updates, name="train_step")
+                    updates, name="train_step", recompute=getattr(model, "_recompute", None),
+                    forward_outputs=len(results))

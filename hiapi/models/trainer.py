@@ -31,9 +31,18 @@ class Trainer:
         return self._strategy or LOCAL
 
     # ---- compile -----------------------------------------------------------------------------
-    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, **kwargs):
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
+                memory=None, memory_budget=None, **kwargs):
         """Configure training with Keras's arguments: ``compile(optimizer, loss, metrics)``.
-        ``loss``, ``loss_weights`` and ``metrics`` may be given per output (list or dict)."""
+        ``loss``, ``loss_weights`` and ``metrics`` may be given per output (list or dict).
+
+        hiapi's additions: ``memory="sublinear"`` recomputes forward activations in the
+        backward pass from about sqrt(n) checkpoints (Chen et al. 2016); ``memory_budget``
+        (bytes or "2GB") picks the cheapest recomputation that fits, or fails naming the
+        smallest budget achievable. See ``memory_report()``."""
+        if memory not in (None, "sublinear"):
+            raise ValueError(f"compile: memory must be None or 'sublinear', got {memory!r}")
+        self._recompute = memory_budget if memory_budget is not None else memory
         unsupported = set(kwargs) - {"run_eagerly", "jit_compile", "steps_per_execution",
                                      "weighted_metrics", "auto_scale_loss"}
         if unsupported:
@@ -272,6 +281,19 @@ class Trainer:
         xs, _, _ = self._prepare(x)
         outputs = self._step("predict", xs)(*xs)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def memory_report(self, print_fn=None):
+        """Print the memory plan of the last compiled train step (see ``hiapi.graph.memory``):
+        planned bytes against the lower and upper bounds, parameter and state bytes, and the
+        recomputation cost. Run ``fit`` or ``train_on_batch`` first."""
+        train = [f for key, f in self._step_functions.items() if key[0] == "train"]
+        if not train or not train[-1]._executables:
+            raise RuntimeError(f"Model {self.name!r}: no train step has been compiled yet; run "
+                               f"fit() or train_on_batch() first")
+        from hiapi.graph.memory.report import memory_report
+        text = memory_report(list(train[-1]._executables.values())[-1], self)
+        (print_fn or print)(text)
+        return text
 
     def summary(self, print_fn=None):
         """Print layers, output shapes and parameter counts, as Keras's ``summary()``."""
