@@ -6,8 +6,6 @@ update number); its outputs are the losses and the metrics' additive statistics
 (``CompiledTargets.build``); the train step's updates are the optimizer's and the layers'
 (batch-norm statistics, random-number counters).
 """
-import numpy as np
-
 from hiapi.graph import Function, grad, placeholder
 from hiapi.layers.layer import _flatten
 from hiapi.layers.tracing import collect_state

@@ -1,6 +1,5 @@
 """Every example runs end to end at tiny size on real data (the full runs are in the README)."""
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest

@@ -6,7 +6,7 @@ import pytest
 
 import hiapi
 from hiapi.graph import Function, Variable, grad, ops, placeholder
-from hiapi.graph.memory import plan_memory, storage_bases
+from hiapi.graph.memory import storage_bases
 
 RNG = np.random.default_rng(21)
 

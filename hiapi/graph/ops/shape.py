@@ -3,7 +3,6 @@ adding or removing size-1 axes. Their outputs are views of their input where the
 make one, which the memory planner can forward without a copy."""
 import math
 
-from hiapi.graph import ops as O
 from hiapi.graph.op import Op, as_var, normalize_axes
 
 

@@ -11,7 +11,6 @@ from collections import Counter
 
 import numpy as np
 
-from hiapi.graph import ops
 from hiapi.graph.ops.elementwise import Add, Multiply, Negative, Subtract
 from hiapi.graph.ops.shape import Reshape, Transpose
 from hiapi.graph.ops.sources import Constant
