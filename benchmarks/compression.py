@@ -38,12 +38,17 @@ def main():
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--steps", type=int, default=None, help="steps per epoch (default all)")
     parser.add_argument("--batch-size", type=int, default=64, help="per worker")
+    parser.add_argument("--dgc-warmup-epochs", type=int, default=4,
+                        help="0 measures DGC's bytes at its final sparsity from the first step")
     args = parser.parse_args()
     (x, y), (x_test, y_test) = hiapi.datasets.mnist.load_data()
     x, x_test = x[..., None] / 255.0, x_test[..., None] / 255.0
     for method in args.methods:
         hiapi.utils.set_random_seed(0)
-        strategy = hiapi.distribute.Strategy(compression=method, **OPTIONS.get(method, {}))
+        options = dict(OPTIONS.get(method, {}))
+        if method == "dgc":
+            options["warmup_epochs"] = args.dgc_warmup_epochs
+        strategy = hiapi.distribute.Strategy(compression=method, **options)
         with strategy.scope():
             model = build(args.model)
             model.compile(optimizer=hiapi.optimizers.SGD(
@@ -56,7 +61,7 @@ def main():
         _, accuracy = model.evaluate(x_test, y_test, batch_size=500, verbose=0)
         if strategy.is_chief:
             print(json.dumps({"benchmark": "compression", "model": args.model,
-                              "method": method, "workers": strategy.size,
+                              "method": method, "workers": strategy.size, "options": options,
                               "epochs": args.epochs,
                               "bytes_per_step": round(strategy.stats.bytes_per_step),
                               "compression_ratio": round(strategy.stats.compression_ratio, 2),
