@@ -90,8 +90,10 @@ class Function:
             new_updates = [(var, value) for (var, _), value in zip(updates, roots[len(rest):])]
             return self._compile(forward + roots[:len(rest)], new_updates, shapes, copies)
 
-        if self.recompute == "sublinear":
-            return build(sublinear.sqrt_segments(forward))
+        if self.recompute == "sublinear":     # about sqrt(n) segments; keep the smallest plan
+            middle = sublinear.sqrt_segments(forward)
+            plans = [build(every) for every in sorted({max(1, middle // 2), middle, middle * 2})]
+            return min(plans, key=lambda e: e.plan.arena_bytes)
         budget = parse_bytes(self.recompute)
         tried = []
         for every in sublinear.spacings(forward):
