@@ -75,9 +75,9 @@ class Function:
             self._executables[shapes] = executable
         return executable
 
-    def _compile(self, outputs, updates, shapes, recomputed=0):
+    def _compile(self, outputs, updates, shapes, recomputed=0, memory=None):
         executable = Executable(self.inputs, outputs, updates, shapes, get_backend(),
-                                memory=self.memory or config.memory())
+                                memory=memory or self.memory or config.memory())
         executable.recomputed_values = recomputed
         return executable
 
@@ -88,7 +88,9 @@ class Function:
         def build(every):
             roots, copies = sublinear.rewrite(forward, rest + [v for _, v in updates], every)
             new_updates = [(var, value) for (var, _), value in zip(updates, roots[len(rest):])]
-            return self._compile(forward + roots[:len(rest)], new_updates, shapes, copies)
+            # recomputation only pays with a memory plan, so it always plans
+            return self._compile(forward + roots[:len(rest)], new_updates, shapes, copies,
+                                 memory="plan")
 
         if self.recompute == "sublinear":     # about sqrt(n) segments; keep the smallest plan
             middle = sublinear.sqrt_segments(forward)

@@ -121,7 +121,7 @@ def test_updates_read_all_old_values_first():
 
 def test_planned_arena_is_reused_between_calls_and_sizes_are_reported():
     x, loss, updates = mlp_step(depth=3)
-    f = Function([x], loss, updates)
+    f = Function([x], loss, updates, memory="plan")
     f(RNG.normal(size=(16, 32)))
     arena = executable(f).arena
     f(RNG.normal(size=(16, 32)))

@@ -24,7 +24,7 @@ def deep_chain(depth=16, width=64):
 
 def run(recompute, value):
     x, loss, grads = deep_chain()
-    f = Function([x], [loss] + grads, recompute=recompute, forward_outputs=1)
+    f = Function([x], [loss] + grads, recompute=recompute, forward_outputs=1, memory="plan")
     results = f(value)
     return results, next(iter(f._executables.values()))
 
