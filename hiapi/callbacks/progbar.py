@@ -29,20 +29,21 @@ class ProgbarLogger(Callback):
             print(f"Epoch {epoch + 1}/{self.params['epochs']}", file=sys.stdout, flush=True)
             self._bar = tqdm(total=self.params.get("steps"), unit="step", file=sys.stdout,
                              dynamic_ncols=True, leave=True, mininterval=0.2,
-                             bar_format="{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining} "
-                                        "{rate_inv_fmt}{postfix}")
+                             bar_format="{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining}"
+                                        "{postfix}")
 
     def on_train_batch_end(self, batch, logs=None):
         self._seen = batch + 1
         if self._bar is not None:
             self._bar.update(1)
             if logs and (self._bar.n == self._bar.total or batch % 10 == 0):
-                self._bar.set_postfix_str(format_logs(logs), refresh=False)
+                self._bar.set_postfix_str(self._step_time() + format_logs(logs), refresh=False)
 
     def on_epoch_end(self, epoch, logs=None):
         elapsed = time.perf_counter() - self._start
         if self._bar is not None:
-            self._bar.set_postfix_str(format_logs(logs or {}), refresh=False)
+            self._bar.set_postfix_str(self._step_time() + format_logs(logs or {}),
+                                      refresh=False)
             self._bar.close()
             self._bar = None
         elif self.verbose == 2:
@@ -50,6 +51,11 @@ class ProgbarLogger(Callback):
             print(f"Epoch {epoch + 1}/{self.params['epochs']} - {self._seen} steps - "
                   f"{elapsed:.1f}s - {1000 * elapsed / steps:.0f}ms/step - "
                   f"{format_logs(logs or {})}", file=sys.stdout, flush=True)
+
+    def _step_time(self):
+        """Keras's "3ms/step" (tqdm's own rate rounds milliseconds to 0.00s/step)."""
+        milliseconds = 1000 * (time.perf_counter() - self._start) / max(self._seen, 1)
+        return f"{milliseconds:.0f}ms/step - "
 
     def on_train_end(self, logs=None):
         if self._bar is not None:
