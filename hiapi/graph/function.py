@@ -92,9 +92,10 @@ class Function:
             return self._compile(forward + roots[:len(rest)], new_updates, shapes, copies,
                                  memory="plan")
 
-        if self.recompute == "sublinear":     # about sqrt(n) segments; keep the smallest plan
+        if self.recompute == "sublinear":     # about sqrt(n) segments: keep the smallest plan
             middle = sublinear.sqrt_segments(forward)
-            plans = [build(every) for every in sorted({max(1, middle // 2), middle, middle * 2})]
+            spacings = {max(1, round(middle * f)) for f in (0.5, 0.75, 1, 1.5, 2)}
+            plans = [build(every) for every in sorted(spacings)]
             return min(plans, key=lambda e: e.plan.arena_bytes)
         budget = parse_bytes(self.recompute)
         tried = []
