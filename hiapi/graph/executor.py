@@ -6,6 +6,8 @@ the graph into a flat list of steps (kernel, output slot, input slots, attribute
 one loop over that list with no shape inference and no allocation by the executor.
 ``memory="none"`` gives every value its own buffer instead (for comparison and bisection).
 """
+import time
+
 import numpy as np
 
 from hiapi.graph.memory import plan_memory
@@ -81,30 +83,45 @@ class Executable:
                 self.buffers[i] = allocate(var, spec)
             self.steps.append((kernel, i, tuple(slot[v] for v in var.inputs), op.attrs(), view))
 
-    def run(self, arrays):
+    def run(self, arrays, times=None):
+        """Run once. ``times``, a list with one float per step, gets each step's seconds added
+        (the profiler's path; the plain path does no timing)."""
         # Overflow and invalid values are reported where they matter (the trainer stops on a
         # non-finite loss); warnings from inside kernels would only repeat it, once per op.
         with self.backend.xp.errstate(all="ignore"):
-            return self._run(arrays)
+            return self._run(arrays, times)
 
-    def _run(self, arrays):
+    def _run(self, arrays, times):
         bufs = self.buffers
         for i, array in zip(self.input_slots, arrays):
             if i is not None:
                 bufs[i] = array
         for i, variable in self.reads:
             bufs[i] = variable.value
-        for kernel, out, ins, attrs, view in self.steps:
-            if view:
-                bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
-            else:
-                kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+        if times is None:
+            for kernel, out, ins, attrs, view in self.steps:
+                if view:
+                    bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
+                else:
+                    kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+        else:
+            self._timed_steps(bufs, times)
         results = [self.backend.to_numpy(bufs[i]).copy() for i in self.output_slots]
         new_values = [(variable, bufs[i].copy() if alias else bufs[i])
                       for variable, i, alias in self.update_slots]
         for variable, value in new_values:
             self.backend.copy_into(variable.value, value)
         return results
+
+
+    def _timed_steps(self, bufs, times):
+        for n, (kernel, out, ins, attrs, view) in enumerate(self.steps):
+            start = time.perf_counter()
+            if view:
+                bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
+            else:
+                kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+            times[n] += time.perf_counter() - start
 
 
 def _may_alias_state(var):

@@ -7,6 +7,7 @@ logged values (``compile_utils.CompiledTargets``), which go to the callbacks and
 import numpy as np
 
 from hiapi import optimizers as optimizers_module
+from hiapi.backends import get_backend
 from hiapi import random as _random
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
@@ -294,6 +295,23 @@ class Trainer:
         text = memory_report(list(train[-1]._executables.values())[-1], self)
         (print_fn or print)(text)
         return text
+
+    def profile(self, x, y, repeats=3, print_fn=None):
+        """Time one train step on ``(x, y)`` (one batch) op by op and place each op type on
+        this machine's roofline (``hiapi.profiler``); prints a table and returns its rows."""
+        self._require_compiled("profile")
+        xs, ys, weights = self._prepare(x, y)
+        step = self._step("train", xs, ys, weights)
+        n, plan = len(xs[0]), self.distribution
+        feeds = [*xs, *ys, *weights, *self.optimizer.step_values(),
+                 *plan.step_values(n, n * plan.size)]
+        coerced = [step._coerce(var, value, get_backend()) for var, value in
+                   zip(step.inputs, feeds)]
+        executable = step.executable(tuple(tuple(a.shape) for a in coerced))
+        from hiapi.profiler import format_profile, profile_executable
+        rows, roofline = profile_executable(executable, coerced, repeats)
+        (print_fn or print)(format_profile(rows, roofline))
+        return rows
 
     def summary(self, print_fn=None):
         """Print layers, output shapes and parameter counts, as Keras's ``summary()``."""

@@ -1,0 +1,30 @@
+"""The profiler: per-op time, FLOPs and bytes, on a roofline measured on this machine."""
+import numpy as np
+
+import hiapi
+from hiapi import layers
+from hiapi.profiler import machine_roofline
+
+
+def test_profile_counts_flops_and_bytes_per_op():
+    hiapi.utils.set_random_seed(0)
+    model = hiapi.Sequential([hiapi.Input(shape=(64,)), layers.Dense(32, activation="relu"),
+                              layers.Dense(10)])
+    model.compile(optimizer="sgd",
+                  loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = np.random.default_rng(0).normal(size=(16, 64)).astype(np.float32)
+    y = np.arange(16) % 10
+    printed = []
+    rows = model.profile(x, y, repeats=2, print_fn=printed.append)
+    by_op = {r["op"]: r for r in rows}
+    # forward 64x32 and 32x10, and their gradients (input grad of layer 1 is not needed)
+    forward = 2 * 16 * (64 * 32 + 32 * 10)
+    backward = 2 * 16 * (64 * 32 + 32 * 10) + 2 * 16 * 32 * 10
+    assert by_op["matmul"]["calls"] == 5
+    assert by_op["matmul"]["gflop"] * 1e9 == forward + backward
+    assert all(r["seconds"] > 0 and r["mb_moved"] > 0 for r in rows)
+    assert [r["seconds"] for r in rows] == sorted((r["seconds"] for r in rows), reverse=True)
+    assert "GFLOP/s peak" in printed[0] and "matmul" in printed[0]
+    roofline = machine_roofline()
+    assert roofline.peak_gflops > 1 and roofline.bandwidth_gbs > 0.5
+    assert roofline.bound(1e6) == roofline.peak_gflops
