@@ -98,8 +98,31 @@ def max_pool2d(out, x, pool_size, strides, padding):
     np.max(cols, axis=(3, 4), out=out)
 
 
+def _tiles(a, pool_size, out_hw):
+    """Non-overlapping windows of ``a`` as (N, OH, OW, C, ph*pw): a copy, in window order."""
+    (ph, pw), (oh, ow) = pool_size, out_hw
+    n, c = a.shape[0], a.shape[3]
+    cropped = a[:, :oh * ph, :ow * pw]
+    return cropped.reshape(n, oh, ph, ow, pw, c).transpose(0, 1, 3, 5, 2, 4).reshape(
+        n, oh, ow, c, ph * pw)
+
+
+def _tiled(pool_size, strides, padding):
+    """Windows that neither overlap nor need padding: the fast path."""
+    return tuple(pool_size) == tuple(strides) and padding == "valid"
+
+
 @register("max_pool_scatter")
 def max_pool_scatter(out, x, g, pool_size, strides, padding):
+    if _tiled(pool_size, strides, padding):
+        (ph, pw), (n, oh, ow, c) = pool_size, g.shape
+        first_max = _tiles(x, pool_size, (oh, ow)).argmax(axis=-1)[..., None]
+        spread = np.zeros((n, oh, ow, c, ph * pw), out.dtype)
+        np.put_along_axis(spread, first_max, g[..., None], axis=-1)
+        out[...] = 0
+        out[:, :oh * ph, :ow * pw] = spread.reshape(n, oh, ow, c, ph, pw).transpose(
+            0, 1, 4, 2, 5, 3).reshape(n, oh * ph, ow * pw, c)
+        return
     index, padded_shape, origin = _argmax_positions(x, pool_size, strides, padding)
     total = np.bincount(index.ravel(), weights=g.ravel(), minlength=int(np.prod(padded_shape)))
     out[...] = _crop(total, padded_shape, origin, x.shape[1:3])
@@ -107,6 +130,10 @@ def max_pool_scatter(out, x, g, pool_size, strides, padding):
 
 @register("max_pool_gather")
 def max_pool_gather(out, x, u, pool_size, strides, padding):
+    if _tiled(pool_size, strides, padding):
+        first_max = _tiles(x, pool_size, out.shape[1:3]).argmax(axis=-1)[..., None]
+        out[...] = np.take_along_axis(_tiles(u, pool_size, out.shape[1:3]), first_max, -1)[..., 0]
+        return
     index, padded_shape, origin = _argmax_positions(x, pool_size, strides, padding)
     (top, bottom), (left, right) = [(o, p - o - s) for o, p, s in
                                     zip(origin, padded_shape[1:3], x.shape[1:3])]
