@@ -12,6 +12,7 @@ from hiapi import config
 # name -> (module, the pip extra that provides what it needs)
 AVAILABLE = {
     "numpy": ("hiapi.backends.numpy_backend", None),
+    "numba": ("hiapi.backends.numba_backend", "numba"),
 }
 
 _current = None
