@@ -2,7 +2,7 @@
 
 It starts from every numpy kernel and overrides the hot ones with JIT-compiled loops; so far
 that is fused elementwise programs, each compiled to one parallel loop (cached on disk, so a
-second run starts fast). Threads follow ``NUMBA_NUM_THREADS``.
+second run starts fast), and max pooling with its gradients. Threads follow ``NUMBA_NUM_THREADS``.
 """
 import os
 
@@ -21,4 +21,4 @@ backend = Backend()
 backend.name = "numba"
 backend.kernels.update(numpy_backend.kernels)
 
-from hiapi.backends.numba_backend import fused  # noqa: E402,F401  (registers overrides)
+from hiapi.backends.numba_backend import fused, pooling  # noqa: E402,F401  (overrides)
