@@ -41,7 +41,7 @@ class Layer:
 
     def __setattr__(self, name, value):
         # track layers held as attributes, so their weights belong to this layer (as Keras does)
-        if isinstance(value, Layer) and name != "_outer" and "_sublayers" in self.__dict__:
+        if isinstance(value, Layer) and "_sublayers" in self.__dict__:
             if value not in self._sublayers:
                 self._sublayers.append(value)
         super().__setattr__(name, value)
@@ -169,8 +169,8 @@ class Layer:
     def _call_eager(self, inputs, training):
         arrays = [np.asarray(a) for a in _flatten(inputs)]
         key = (bool(training),) + tuple((a.shape[1:], a.dtype.kind) for a in arrays)
-        function = self._eager_functions.get(key)
-        if function is None:
+        cached = self._eager_functions.get(key)
+        if cached is None:
             holders = [placeholder((None,) + a.shape[1:],
                                    self.dtype if a.dtype.kind == "f" else a.dtype)
                        for a in arrays]
@@ -178,11 +178,10 @@ class Layer:
                 else holders
             with tracing.collect_state() as state:
                 outputs = self._call_symbolic(structured, training)
-            function = Function(holders, _flatten(outputs), state.updates,
-                                name=f"{self.name}_eager")
-            self._eager_functions[key] = (function, outputs)
-        else:
-            function, outputs = function
+            cached = self._eager_functions[key] = (
+                Function(holders, _flatten(outputs), state.updates, name=f"{self.name}_eager"),
+                outputs)
+        function, outputs = cached
         results = iter(function(*arrays))
         return _map(lambda _: next(results), outputs)
 

@@ -33,23 +33,18 @@ def _neutral(var, other, value):
         np.result_type(var.dtype, other.dtype) == other.dtype
 
 
+# op -> (its neutral constant, whether the constant may stand on the left too)
+NEUTRAL = {Multiply: (1.0, True), Add: (0.0, True), Subtract: (0.0, False)}
+
+
 def _local(var, inputs):
     op = var.op
-    if isinstance(op, Multiply):
-        a, b = inputs
-        if _neutral(b, a, 1.0) and a.shape == var.shape:
-            return a
-        if _neutral(a, b, 1.0) and b.shape == var.shape:
-            return b
-    if isinstance(op, Add):
-        a, b = inputs
-        if _neutral(b, a, 0.0) and a.shape == var.shape:
-            return a
-        if _neutral(a, b, 0.0) and b.shape == var.shape:
-            return b
-    if isinstance(op, Subtract) and _neutral(inputs[1], inputs[0], 0.0) and \
-            inputs[0].shape == var.shape:
-        return inputs[0]
+    if type(op) in NEUTRAL:
+        value, commutes = NEUTRAL[type(op)]
+        pairs = [(inputs[1], inputs[0])] + ([(inputs[0], inputs[1])] if commutes else [])
+        for constant, other in pairs:
+            if _neutral(constant, other, value) and other.shape == var.shape:
+                return other
     if isinstance(op, Negative) and isinstance(inputs[0].op, Negative):
         return inputs[0].inputs[0]
     if isinstance(op, Transpose) and isinstance(inputs[0].op, Transpose):
