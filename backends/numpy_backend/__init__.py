@@ -8,5 +8,5 @@ backend = Backend()
 backend.name = "numpy"
 
 from hiapi.backends.numpy_backend import kernels  # noqa: E402,F401  (registers the kernels)
-from hiapi.backends.numpy_backend import conv_kernels  # noqa: E402,F401
+from hiapi.backends.numpy_backend import conv_kernels, pool_kernels  # noqa: E402,F401
 from hiapi.backends.numpy_backend import fused_kernel  # noqa: E402,F401
