@@ -21,4 +21,4 @@ backend = Backend()
 backend.name = "numba"
 backend.kernels.update(numpy_backend.kernels)
 
-from hiapi.backends.numba_backend import fused, pooling  # noqa: E402,F401  (overrides)
+from hiapi.backends.numba_backend import conv, fused, pooling  # noqa: E402,F401  (overrides)
