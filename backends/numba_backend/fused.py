@@ -3,9 +3,9 @@
 The program (see ``hiapi.graph.passes.fusion``) becomes the source of a function that walks the
 output once; each step is a scalar expression, so intermediates live in registers, not arrays.
 The source is written to the user cache and imported, so numba's ``cache=True`` keeps the
-machine code on disk between runs. Programs with an op that has no scalar form here, or whose
-inputs broadcast in a way other than "same shape as the output, or a single value", run on the
-numpy kernels instead.
+machine code on disk between runs. An input may have the output's shape, be a single value, or
+match the output's trailing axes (a bias over channels: read at ``i % size``); programs with an
+op that has no scalar form here, or with other broadcasting, run on the numpy kernels instead.
 """
 import hashlib
 import importlib.util
@@ -32,14 +32,21 @@ EXPRESSIONS = {
 _compiled = {}
 
 
-def _source(program, scalar_inputs, n_inputs, name, dtypes):
-    args = ", ".join(f"in{k}" for k in range(n_inputs))
+FULL, SCALAR, TRAILING = "full", "scalar", "trailing"
+
+
+def _read(k, mode):
+    return {FULL: f"in{k}[i]", SCALAR: f"in{k}[0]", TRAILING: f"in{k}[i % in{k}.size]"}[mode]
+
+
+def _source(program, modes, name, dtypes):
+    args = ", ".join(f"in{k}" for k in range(len(modes)))
     lines = ["import numpy as np", "from numba import njit, prange", "",
              "@njit(parallel=True, cache=True, fastmath=False)",
              f"def {name}(out, {args}):",
              "    for i in prange(out.size):"]
-    for k in range(n_inputs):
-        lines.append(f"        x{k} = in{k}[0]" if k in scalar_inputs else f"        x{k} = in{k}[i]")
+    for k, mode in enumerate(modes):
+        lines.append(f"        x{k} = {_read(k, mode)}")
     for j, (op, refs) in enumerate(program):
         names = [f"x{k}" if kind == "input" else f"s{k}" for kind, k in refs]
         expression = _substitute(EXPRESSIONS[op.name], names)
@@ -70,26 +77,35 @@ def _load(source, name):
     return getattr(module, name)
 
 
-def compiled_program(program, shapes, scalar_inputs, n_inputs):
-    """The numba function for a program and a pattern of single-value inputs (or None)."""
+def compiled_program(program, shapes, modes):
+    """The numba function for a program and how each input is read (or None)."""
     if any(op.name not in EXPRESSIONS for op, _ in program):
         return None
     dtypes = [dtype for _, dtype in shapes]
-    key = (tuple((op.key(), refs) for op, refs in program), tuple(map(str, dtypes)),
-           scalar_inputs, n_inputs)
+    key = (tuple((op.key(), refs) for op, refs in program), tuple(map(str, dtypes)), modes)
     if key not in _compiled:
         name = "fused_" + hashlib.sha1(repr(key).encode()).hexdigest()[:16]
-        _compiled[key] = _load(_source(program, scalar_inputs, n_inputs, name, dtypes), name)
+        _compiled[key] = _load(_source(program, modes, name, dtypes), name)
     return _compiled[key]
+
+
+def _mode(array, out):
+    """How a loop over ``out``'s flat index reads ``array``, or None if it cannot."""
+    if array.shape == out.shape:
+        return FULL
+    if array.size == 1:
+        return SCALAR
+    core = array.shape[next((k for k, d in enumerate(array.shape) if d != 1), array.ndim):]
+    if len(core) <= out.ndim and out.shape[out.ndim - len(core):] == core:
+        return TRAILING
+    return None
 
 
 @backend.register("fused_elementwise")
 def fused_elementwise(out, *inputs, program, shapes, scratch):
-    size = out.size
-    if all(a.size in (1, size) and (a.size == 1 or a.shape == out.shape) for a in inputs) \
-            and out.flags.c_contiguous:
-        scalar_inputs = frozenset(k for k, a in enumerate(inputs) if a.size == 1 and size > 1)
-        function = compiled_program(program, shapes, scalar_inputs, len(inputs))
+    modes = tuple(_mode(a, out) for a in inputs)
+    if None not in modes and out.flags.c_contiguous:
+        function = compiled_program(program, shapes, modes)
         if function is not None:
             flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
             function(out.reshape(-1), *flat)

@@ -39,11 +39,18 @@ def test_fused_program_compiles_to_one_loop_and_matches_numpy(numba_backend, tmp
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
 
-def test_broadcasting_programs_fall_back_to_numpy(numba_backend):
+def test_trailing_broadcast_compiles_and_other_broadcasts_fall_back(numba_backend):
+    from hiapi.backends.numba_backend import fused
     x, b = placeholder((None, 4), "float64"), placeholder((4,), "float64")
-    f = Function([x, b], ops.exp(x + b) * 2.0)
-    values = [np.ones((3, 4)), np.arange(4.0)]
-    np.testing.assert_allclose(f(*values), np.exp(values[0] + values[1]) * 2.0)
+    column = placeholder((None, 1), "float64")
+    f = Function([x, b, column], [ops.exp(x + b) * 2.0, ops.relu(x - column)])
+    values = [np.ones((3, 4)), np.arange(4.0), np.arange(3.0)[:, None]]
+    fused._compiled.clear()
+    bias, centred = f(*values)
+    np.testing.assert_allclose(bias, np.exp(values[0] + values[1]) * 2.0)
+    np.testing.assert_allclose(centred, np.maximum(values[0] - values[2], 0))
+    modes = [key[2] for key in fused._compiled]
+    assert modes == [("full", "trailing", "scalar")]    # the (3, 1) column ran on numpy
 
 
 def test_unknown_backend_still_lists_numba():
