@@ -59,7 +59,9 @@ class Relu(Unary):
     name = "relu"
     inplace = True
     float_only = False
-    def grad(self, inputs, y, g): return [where(inputs[0] > 0, g, 0)]
+    # from the output (y > 0 exactly where x > 0): the input then has one reader, so the bias
+    # add before it fuses with the relu, and x's buffer is free once y is computed
+    def grad(self, inputs, y, g): return [where(y > 0, g, 0)]
 
 
 class Abs(Unary):
