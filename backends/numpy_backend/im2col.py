@@ -8,8 +8,9 @@ kernel tap and input channel (KH*KW*C columns, in the kernel's (kh, kw, c) order
     conv2d_filter_grad: dw(K, F)    = cols(M, K).T @ g(M, F)     (BLAS reads the transpose)
     conv2d_input_grad:  dcols(M, K) = g(M, F) @ w(K, F).T, then col2im adds each window back
 
-Every GEMM reads and writes contiguous 2-D buffers, and the columns live in the thread's
-workspace (``hiapi.backends.workspace``), so a step allocates nothing. The numpy backend lowers
+Every GEMM reads and writes contiguous 2-D buffers; the columns are made a few images at a
+time (``CHUNK_BYTES``) in the thread's workspace (``hiapi.backends.workspace``), so they stay in
+cache and a step allocates nothing. The numpy backend lowers
 with strided copies; the numba backend registers the same kernels with parallel loops.
 """
 from collections import namedtuple
@@ -36,19 +37,29 @@ def _slices(total, groups):
     return [slice(i * size, (i + 1) * size) for i in range(groups)]
 
 
-def _rows(array):
-    """``array`` as a 2-D (positions, channels) matrix, without a copy when it is contiguous."""
-    return array.reshape(-1, array.shape[-1])
+# Columns are built and consumed a few images at a time: a chunk of about this many bytes is
+# still in cache when the GEMM reads it (or when col2im reads the GEMM's output), where the
+# columns of a whole batch (66 MB for a 32x32x32 layer at batch 64) make a round trip through
+# memory. Measured on 2 cores, CIFAR-style 3x3 layer: 21 -> 11 ms forward, 19 -> 11 ms input
+# gradient; 2-16 MB chunks were within 10 % of each other.
+CHUNK_BYTES = 8 << 20
 
 
-def _write(out, compute):
-    """Run ``compute(target)`` into ``out``, through a temporary if ``out`` is not contiguous."""
+def _chunks(shape, columns, itemsize):
+    """(images, geometry of that many images) covering the batch in cache-sized pieces."""
+    per = max(1, CHUNK_BYTES // max(shape.oh * shape.ow * columns * itemsize, 1))
+    for start in range(0, shape.n, per):
+        stop = min(start + per, shape.n)
+        yield slice(start, stop), shape._replace(n=stop - start)
+
+
+def _gemm_into(out, a, b):
+    """``out[...] = a @ b`` (``out`` viewed as a matrix), straight into ``out`` when it is
+    contiguous."""
     if out.flags.c_contiguous:
-        compute(out)
+        np.matmul(a, b, out=out.reshape(a.shape[0], b.shape[1]))
     else:
-        temporary = np.empty(out.shape, out.dtype)
-        compute(temporary)
-        out[...] = temporary
+        out[...] = (a @ b).reshape(out.shape)
 
 
 def conv_kernels(im2col, col2im):
@@ -58,37 +69,42 @@ def conv_kernels(im2col, col2im):
     def conv2d(out, x, w, strides, padding, dilation, groups):
         kernel_hw, cin, f = w.shape[:2], w.shape[2], w.shape[3]
         shape = geometry(x.shape, kernel_hw, out.shape[1:3], strides, padding, dilation, cin)
+        k = shape.kh * shape.kw * cin
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
-            cols = scratch((shape.n * shape.oh * shape.ow, shape.kh * shape.kw * cin), x.dtype)
-            im2col(x if groups == 1 else x[..., cs], shape, cols)
-            weights = w[..., fs].reshape(-1, f // groups)
-            if groups == 1:
-                _write(out, lambda target: np.matmul(cols, weights, out=_rows(target)))
-            else:
-                out[..., fs] = (cols @ weights).reshape(out[..., fs].shape)
+            weights = w[..., fs].reshape(k, f // groups)
+            for images, part in _chunks(shape, k, x.itemsize):
+                cols = scratch((part.n * part.oh * part.ow, k), x.dtype)
+                im2col(x[images] if groups == 1 else x[images, ..., cs], part, cols)
+                _gemm_into(out[images] if groups == 1 else out[images, ..., fs], cols, weights)
 
     def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups):
         cin, f = out.shape[2], out.shape[3]
         shape = geometry(x.shape, kernel_hw, g.shape[1:3], strides, padding, dilation, cin)
-        g_rows = _rows(np.ascontiguousarray(g))
+        k = shape.kh * shape.kw * cin
+        g = np.ascontiguousarray(g)
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
-            cols = scratch((shape.n * shape.oh * shape.ow, shape.kh * shape.kw * cin), x.dtype)
-            im2col(x if groups == 1 else x[..., cs], shape, cols)
-            if groups == 1:
-                _write(out, lambda target: np.matmul(
-                    cols.T, g_rows, out=target.reshape(-1, f)))
-            else:
-                out[..., fs] = (cols.T @ g_rows[:, fs]).reshape(out[..., fs].shape)
+            target = out if groups == 1 else out[..., fs]
+            for images, part in _chunks(shape, k, x.itemsize):
+                cols = scratch((part.n * part.oh * part.ow, k), x.dtype)
+                im2col(x[images] if groups == 1 else x[images, ..., cs], part, cols)
+                g_rows = g[images].reshape(-1, f)[:, fs]
+                if images.start == 0:
+                    _gemm_into(target, cols.T, g_rows)
+                else:
+                    target += (cols.T @ g_rows).reshape(target.shape)
 
     def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups):
         kernel_hw, cin, f = w.shape[:2], w.shape[2], w.shape[3]
         shape = geometry(out.shape, kernel_hw, g.shape[1:3], strides, padding, dilation, cin)
-        g_rows = _rows(np.ascontiguousarray(g))
+        k = shape.kh * shape.kw * cin
+        g = np.ascontiguousarray(g)
         out[...] = 0
         for cs, fs in zip(_slices(out.shape[3], groups), _slices(f, groups)):
-            cols = scratch((shape.n * shape.oh * shape.ow, shape.kh * shape.kw * cin), out.dtype)
-            np.matmul(g_rows[:, fs], w[..., fs].reshape(-1, f // groups).T, out=cols)
-            col2im(cols, shape, out if groups == 1 else out[..., cs])
+            weights_t = w[..., fs].reshape(k, f // groups).T
+            for images, part in _chunks(shape, k, out.itemsize):
+                cols = scratch((part.n * part.oh * part.ow, k), out.dtype)
+                np.matmul(g[images].reshape(-1, f)[:, fs], weights_t, out=cols)
+                col2im(cols, part, out[images] if groups == 1 else out[images, ..., cs])
 
     return conv2d, conv2d_filter_grad, conv2d_input_grad
 
