@@ -13,6 +13,7 @@ from hiapi import config
 AVAILABLE = {
     "numpy": ("hiapi.backends.numpy_backend", None),
     "numba": ("hiapi.backends.numba_backend", "numba"),
+    "cupy": ("hiapi.backends.cupy_backend", "cupy"),
 }
 
 _current = None

@@ -1,0 +1,132 @@
+"""cupy kernels for elementwise maths, reductions, shapes and matmul: ``kernel(out, *inputs,
+**attrs)`` writes into ``out``; view kernels return the view.
+
+These mirror the numpy reference kernel for kernel: cupy has the same functions with the same
+``out=`` arguments, and runs them on the current stream without waiting for the GPU.
+"""
+import cupy
+import numpy as np
+
+from hiapi.backends.cupy_backend import backend
+from hiapi.backends.cupy_backend.fused import run_steps
+
+register = backend.register
+
+UFUNCS = ("negative", "exp", "log", "sqrt", "tanh", "abs", "add", "subtract", "multiply",
+          "divide", "power", "maximum", "minimum", "greater", "greater_equal", "less",
+          "less_equal", "equal", "not_equal")
+
+
+def _ufunc_kernel(ufunc):
+    def kernel(out, *inputs):
+        ufunc(*inputs, out=out)
+    return kernel
+
+
+for _name in UFUNCS:
+    register(_name)(_ufunc_kernel(getattr(cupy, _name)))
+
+
+def _one_step(name, n_inputs):
+    """A kernel running op ``name`` as a one-step program (see ``fused``): one pass on the
+    GPU where the numpy kernel composes several calls, and the same values as when fused."""
+    steps = ((name, tuple(("input", k) for k in range(n_inputs))),)
+
+    def kernel(out, *inputs):
+        run_steps(out, inputs, steps, (out.dtype,))
+    return kernel
+
+
+register("sigmoid")(_one_step("sigmoid", 1))   # the overflow-free form, as in numpy's kernel
+register("where")(_one_step("where", 3))
+
+
+@register("relu")
+def relu(out, x):
+    cupy.maximum(x, 0, out=out)
+
+
+@register("cast")
+def cast(out, x, dtype):
+    cupy.copyto(out, x, casting="unsafe")
+
+
+@register("stop_gradient", "identity")
+def identity(x):
+    return x
+
+
+@register("sum")
+def sum_(out, x, axis, keepdims):
+    cupy.sum(x, axis=axis, dtype=out.dtype, keepdims=keepdims, out=out)
+
+
+@register("max")
+def max_(out, x, axis, keepdims):
+    cupy.amax(x, axis=axis, keepdims=keepdims, out=out)
+
+
+@register("argmax")
+def argmax(out, x, axis):
+    cupy.argmax(x, axis=axis, out=out)
+
+
+@register("size")
+def size(out, x, axis, dtype):
+    out.fill(int(np.prod([x.shape[a] for a in axis])))    # from shapes: no device read
+
+
+@register("broadcast_like")
+def broadcast_like(out, x, like):
+    cupy.copyto(out, x)
+
+
+@register("sum_like")
+def sum_like(out, g, like):
+    lead = g.ndim - like.ndim
+    stretched = tuple(lead + i for i, (d, gd) in enumerate(zip(like.shape, g.shape[lead:]))
+                      if d == 1 and gd != 1)
+    total = g.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
+    cupy.copyto(out, total.reshape(out.shape))
+
+
+@register("reshape")
+def reshape(x, shape):
+    return cupy.reshape(x, shape)
+
+
+@register("transpose")
+def transpose(x, axes):
+    return cupy.transpose(x, axes)
+
+
+@register("expand_dims")
+def expand_dims(x, axis):
+    return cupy.expand_dims(x, axis)
+
+
+@register("squeeze")
+def squeeze(x, axis):
+    return cupy.squeeze(x, axis)
+
+
+@register("matmul")
+def matmul(out, a, b):
+    # cuBLAS in float32 unless CUPY_TF32=1 is set (then Tensor Cores, at ~1e-3 relative error)
+    cupy.matmul(a, b, out=out)
+
+
+@register("concatenate")
+def concatenate(out, *xs, axis):
+    cupy.concatenate(xs, axis=axis, out=out)
+
+
+@register("slice")
+def slice_(x, bounds):
+    return x[tuple(slice(start, stop) for start, stop in bounds)]
+
+
+@register("pad")
+def pad(out, x, pads):
+    out.fill(0)
+    out[tuple(slice(lo, lo + size) for (lo, _), size in zip(pads, x.shape))] = x
