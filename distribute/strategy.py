@@ -36,6 +36,7 @@ from hiapi.backends import get_backend
 from hiapi.graph import Variable, ops, placeholder
 from hiapi.distribute import compression as compression_module
 from hiapi.distribute.communicator import world
+from hiapi.distribute.nccl import for_backend
 from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
                                   register_kernels)
 from hiapi.distribute.scope import strategy_scope
@@ -63,7 +64,8 @@ class CommunicationStats:
 class Strategy:
     def __init__(self, compression="none", bucket_cap_mb=25, algorithm="native",
                  communicator=None, **compression_options):
-        self.communicator = communicator or world(algorithm)
+        # NCCL in place of MPI's collectives when the backend keeps arrays on the GPU
+        self.communicator = communicator or for_backend(world(algorithm), get_backend().name)
         self.rank, self.size = self.communicator.rank, self.communicator.size
         self.compressor = compression_module.get(compression, **compression_options)
         if hasattr(self.compressor, "reseed"):
