@@ -56,3 +56,19 @@ def test_trailing_broadcast_compiles_and_other_broadcasts_fall_back(numba_backen
 def test_unknown_backend_still_lists_numba():
     with pytest.raises(ValueError, match="numba, numpy"):
         hiapi.backends.set_backend("jax")
+
+
+def test_threads_follow_omp_num_threads_unless_numba_num_threads_is_set():
+    import os
+    import subprocess
+    import sys
+    script = ("import hiapi, numba; hiapi.backends.set_backend('numba'); "
+              "print(numba.get_num_threads())")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_NUM_THREADS",)}
+    out = subprocess.run([sys.executable, "-c", script], env={**env, "OMP_NUM_THREADS": "1"},
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split()[-1] == "1"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**env, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "2"},
+                         timeout=120, check=True)
+    assert out.stdout.split()[-1] == "2"
