@@ -72,3 +72,14 @@ def test_threads_follow_omp_num_threads_unless_numba_num_threads_is_set():
                          env={**env, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "2"},
                          timeout=120, check=True)
     assert out.stdout.split()[-1] == "2"
+
+
+def test_trailing_inputs_of_different_lengths_read_by_column(numba_backend):
+    from hiapi.backends.numba_backend import fused
+    x = placeholder((None, 3, 4), "float64")
+    plane, row = placeholder((3, 4), "float64"), placeholder((4,), "float64")
+    values = [np.arange(24.0).reshape(2, 3, 4), np.ones((3, 4)) * 0.5, np.arange(4.0)]
+    fused._compiled.clear()
+    got = Function([x, plane, row], ops.tanh(x * plane - row))(*values)
+    np.testing.assert_allclose(got, np.tanh(values[0] * values[1] - values[2]), rtol=1e-14)
+    assert [key[2] for key in fused._compiled] == [("full", "trailing", "trailing_shorter")]
