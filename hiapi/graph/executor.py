@@ -36,8 +36,52 @@ class Executable:
         self.order = order
         self.input_slots = [slot.get(var) for var in inputs]
         self.output_slots = [slot[var] for var in outputs]
-        self.update_slots = [(variable, slot[value], _may_alias_state(value))
-                             for variable, value in updates]
+        update_slots = [(variable, slot[value], _may_alias_state(value))
+                        for variable, value in updates]
+        self.direct_updates = self._direct_updates(update_slots)
+        direct = {i for i, _ in self.direct_updates}
+        self.update_slots = [u for u in update_slots if u[1] not in direct]
+
+    def _direct_updates(self, update_slots):
+        """``(slot, variable)`` for update values whose op can write straight into the
+        Variable's storage, saving a copy of every parameter and optimizer slot per step.
+
+        Safe when every reader of the old value (through its Read or any view of it) runs
+        before the producing op, or is that op itself reading it element for element
+        (``Op.inplace``, same shape); when the old value is not an output; when nothing is
+        computed in place into the update value's buffer; and when no update value aliases
+        state (those are copied before any Variable is written)."""
+        if any(alias for _, _, alias in update_slots):
+            return []
+        memory_of = {i: i for i, _ in self.reads}          # slot -> the Read whose memory it is
+        produced_at, readers = {}, {}
+        for n, (_, out, ins, _, view) in enumerate(self.steps):
+            produced_at[out] = n
+            for j in ins:
+                readers.setdefault(j, []).append(n)
+            if view and ins and ins[0] in memory_of:
+                memory_of[out] = memory_of[ins[0]]
+        hosts = set(self.plan.shares.values()) - set(self.plan.shares) if self.plan else set()
+        outputs = {memory_of.get(i) for i in self.output_slots}
+        direct, seen = [], set()
+        for variable, i, _ in update_slots:
+            var, n = self.order[i], produced_at.get(i)
+            if id(variable) in seen:
+                continue
+            seen.add(id(variable))
+            if n is None or self.steps[n][4] or getattr(var.op, "stateful", False) or \
+                    var in hosts or tuple(variable.value.shape) != self.specs[var].shape or \
+                    variable.value.dtype != self.specs[var].dtype:
+                continue
+            old = [r for r, v in self.reads if v is variable]
+            if any(r in outputs for r in old):
+                continue
+            if all(k < n or (k == n and j in old and var.op.inplace and
+                             self.specs[self.order[j]].shape == self.specs[var].shape)
+                   for j, root in memory_of.items() if root in old
+                   for k in readers.get(j, ())):
+                direct.append((i, variable))
+        return direct
 
     def _infer(self, var, fed):
         op = var.op
@@ -99,6 +143,8 @@ class Executable:
             if i is not None:
                 bufs[i] = array
         for i, variable in self.reads:
+            bufs[i] = variable.value
+        for i, variable in self.direct_updates:
             bufs[i] = variable.value
         if times is None:
             for kernel, out, ins, attrs, view in self.steps:
