@@ -66,10 +66,12 @@ class Optimizer:
         """How many updates have been applied (= iterations unless gradients accumulate)."""
         return int(self.iterations.numpy()) // (self.gradient_accumulation_steps or 1)
 
-    def current_learning_rate(self):
+    def current_learning_rate(self, update_index=None):
         """The rate fed to the graph this step (a schedule is evaluated at ``update_index``)."""
         lr = self._learning_rate
-        return float(lr(self.update_index()) if callable(lr) else lr)
+        if not callable(lr):
+            return float(lr)
+        return float(lr(self.update_index() if update_index is None else update_index))
 
     def step_inputs(self):
         """Placeholders the train step takes from the host each step: the learning rate, the
@@ -83,7 +85,8 @@ class Optimizer:
         return self._step_inputs
 
     def step_values(self):
-        values = [self.current_learning_rate(), float(self.update_index() + 1)]
+        index = self.update_index()                 # one read of the step counter per step
+        values = [self.current_learning_rate(index), float(index + 1)]
         if self.gradient_accumulation_steps:
             step = int(self.iterations.numpy())
             values.append((step + 1) % self.gradient_accumulation_steps == 0)

@@ -177,6 +177,7 @@ class Trainer:
         if self._resume_at is not None:          # set by BackupAndRestore
             initial_epoch, skip = self._resume_at
         logs, step_values = {}, self.optimizer.step_values()
+        gather = data.BatchGatherer(xs + ys + weights)
         for epoch in range(initial_epoch, epochs):
             compiled.reset()
             plan.on_epoch_begin(epoch)
@@ -185,7 +186,7 @@ class Trainer:
             for step in range(skip, min(len(batches), steps_total)):
                 hooks.on_train_batch_begin(step)
                 index, local_n, global_n = batches[step]
-                feed = [a[index] for a in xs + ys + weights]
+                feed = gather.take(index)
                 step_values = self.optimizer.step_values()
                 results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
                 loss = compiled.record(results, local_n)
