@@ -1,10 +1,12 @@
 """What ``fit()`` costs on top of the training steps themselves (the trainer's overhead).
 
-    python benchmarks/fit_overhead.py [--epochs 5] [--backend numpy]
+    python benchmarks/fit_overhead.py [--epochs 5] [--backend numpy] [--model mlp|convnet]
+                                      [--samples 60000]
 
-The main job's model and data (MLP 512 on the bundled MNIST, batch 128, SGD with momentum,
-469 steps per epoch): small steps, so per-batch Python work shows. Variants, interleaved epoch
-by epoch on the same model:
+By default the main job's model and data (MLP 512 on the bundled MNIST, batch 128, SGD with
+momentum, 469 steps per epoch): small steps, so per-batch Python work shows most; ``--model
+convnet`` takes the Keras MNIST convnet instead. Variants, interleaved epoch by epoch on the
+same model:
 
     loop     ``model.train_on_batch(xb, yb)`` over pre-sliced batches: a hand-written loop
     fit      ``model.fit(x, y, epochs=1, batch_size=128, verbose=0)``: shuffling, slicing,
@@ -48,15 +50,25 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--backend", default=os.environ.get("HIAPI_BACKEND", "numpy"))
+    parser.add_argument("--model", choices=("mlp", "convnet"), default="mlp")
+    parser.add_argument("--samples", type=int, default=60000)
     args = parser.parse_args()
     os.environ["HIAPI_BACKEND"] = args.backend
     import hiapi
     from hiapi import layers
     hiapi.utils.set_random_seed(0)
     (x, y), _ = hiapi.datasets.mnist.load_data()
-    x = x.reshape(len(x), 784).astype(np.float32) / 255.0
-    model = hiapi.Sequential([hiapi.Input(shape=(784,)), layers.Dense(512, activation="relu"),
-                              layers.Dense(10)])
+    x, y = x[:args.samples].astype(np.float32) / 255.0, y[:args.samples]
+    if args.model == "mlp":
+        x = x.reshape(len(x), 784)
+        model = hiapi.Sequential([hiapi.Input(shape=(784,)),
+                                  layers.Dense(512, activation="relu"), layers.Dense(10)])
+    else:
+        x = x[..., None]
+        model = hiapi.Sequential([
+            hiapi.Input(shape=(28, 28, 1)), layers.Conv2D(32, 3, activation="relu"),
+            layers.MaxPooling2D(), layers.Conv2D(64, 3, activation="relu"),
+            layers.MaxPooling2D(), layers.Flatten(), layers.Dropout(0.5), layers.Dense(10)])
     model.compile(optimizer=hiapi.optimizers.SGD(0.01, momentum=0.9),
                   loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
@@ -93,7 +105,8 @@ def main():
             inside = sum(step.seconds for step in steps.values())
             seconds[name].append(total)
             overheads[name].append((total - inside) / inside)
-    line = {"benchmark": "fit_overhead", "backend": args.backend, "steps_per_epoch": len(batches),
+    line = {"benchmark": "fit_overhead", "model": args.model, "backend": args.backend,
+            "steps_per_epoch": len(batches),
             "epochs_each": args.epochs}
     for name in variants:
         line[f"{name}_s_per_epoch"] = round(float(np.median(seconds[name])), 3)
