@@ -28,3 +28,16 @@ def test_profile_counts_flops_and_bytes_per_op():
     roofline = machine_roofline()
     assert roofline.peak_gflops > 1 and roofline.bandwidth_gbs > 0.5
     assert roofline.bound(1e6) == roofline.peak_gflops
+
+
+def test_convolution_and_both_gradients_count_the_forward_gemm():
+    from hiapi.graph import ops, placeholder
+    from hiapi.graph.memory.cost import flops
+    from hiapi.graph.op import Spec
+    x, w = placeholder((8, 12, 12, 6)), placeholder((3, 3, 3, 10))      # 2 groups of 3 channels
+    y = ops.conv2d(x, w, padding="same", groups=2)
+    dx = ops.conv2d_input_grad(y, w, (12, 12), padding="same", groups=2)
+    dw = ops.conv2d_filter_grad(x, y, (3, 3), padding="same", groups=2)
+    specs = {v: Spec(v.shape, v.dtype) for v in (x, w, y, dx, dw)}
+    gemm = 2 * (8 * 12 * 12) * 10 * (3 * 3 * 3)     # positions x filters x taps per group
+    assert flops(y, specs) == flops(dx, specs) == flops(dw, specs) == gemm

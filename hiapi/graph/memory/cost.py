@@ -13,10 +13,11 @@ def flops(var, specs):
     if name == "matmul":
         return 2 * _size(out) * inputs[0][-1]
     if name in ("conv2d", "conv2d_input_grad"):
-        kh, kw, per_group, filters = inputs[1]
-        positions = _size(out) if name == "conv2d" else _size(inputs[0])
-        channels = per_group if name == "conv2d" else filters // var.op.groups
-        return 2 * positions * kh * kw * channels
+        # one multiply-add per output (forward) or per gradient element (input gradient) for
+        # each tap and input channel of its group: both are the forward's GEMM size
+        kh, kw, per_group, _ = inputs[1]
+        outputs = _size(out) if name == "conv2d" else _size(inputs[0])
+        return 2 * outputs * kh * kw * per_group
     if name == "conv2d_filter_grad":
         return 2 * _size(inputs[1]) * _size(out) // max(out[-1], 1)
     if name == "fused_elementwise":
