@@ -2,15 +2,18 @@
 **attrs)`` writes into ``out``; view kernels return the view.
 
 These mirror the numpy reference kernel for kernel: cupy has the same functions with the same
-``out=`` arguments, and runs them on the current stream without waiting for the GPU.
+``out=`` arguments, and runs them on the current stream without waiting for the GPU. The shape
+ops, identity, pad and the broadcast pair are the numpy backend's own (``array_kernels``).
 """
 import cupy
 import numpy as np
 
+from hiapi.backends import array_kernels
 from hiapi.backends.cupy_backend import backend
 from hiapi.backends.cupy_backend.fused import run_steps
 
 register = backend.register
+array_kernels.register(backend)        # shape ops, identity, pad: shared with numpy
 
 UFUNCS = ("negative", "exp", "log", "sqrt", "tanh", "abs", "add", "subtract", "multiply",
           "divide", "power", "maximum", "minimum", "greater", "greater_equal", "less",
@@ -51,11 +54,6 @@ def cast(out, x, dtype):
     cupy.copyto(out, x, casting="unsafe")
 
 
-@register("stop_gradient", "identity")
-def identity(x):
-    return x
-
-
 @register("sum")
 def sum_(out, x, axis, keepdims):
     cupy.sum(x, axis=axis, dtype=out.dtype, keepdims=keepdims, out=out)
@@ -76,40 +74,6 @@ def size(out, x, axis, dtype):
     out.fill(int(np.prod([x.shape[a] for a in axis])))    # from shapes: no device read
 
 
-@register("broadcast_like")
-def broadcast_like(out, x, like):
-    cupy.copyto(out, x)
-
-
-@register("sum_like")
-def sum_like(out, g, like):
-    lead = g.ndim - like.ndim
-    stretched = tuple(lead + i for i, (d, gd) in enumerate(zip(like.shape, g.shape[lead:]))
-                      if d == 1 and gd != 1)
-    total = g.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
-    cupy.copyto(out, total.reshape(out.shape))
-
-
-@register("reshape")
-def reshape(x, shape):
-    return cupy.reshape(x, shape)
-
-
-@register("transpose")
-def transpose(x, axes):
-    return cupy.transpose(x, axes)
-
-
-@register("expand_dims")
-def expand_dims(x, axis):
-    return cupy.expand_dims(x, axis)
-
-
-@register("squeeze")
-def squeeze(x, axis):
-    return cupy.squeeze(x, axis)
-
-
 @register("matmul")
 def matmul(out, a, b):
     # cuBLAS in float32 unless CUPY_TF32=1 is set (then Tensor Cores, at ~1e-3 relative error)
@@ -119,14 +83,3 @@ def matmul(out, a, b):
 @register("concatenate")
 def concatenate(out, *xs, axis):
     cupy.concatenate(xs, axis=axis, out=out)
-
-
-@register("slice")
-def slice_(x, bounds):
-    return x[tuple(slice(start, stop) for start, stop in bounds)]
-
-
-@register("pad")
-def pad(out, x, pads):
-    out.fill(0)
-    out[tuple(slice(lo, lo + size) for (lo, _), size in zip(pads, x.shape))] = x

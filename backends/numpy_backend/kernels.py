@@ -1,9 +1,11 @@
 """numpy kernels: ``kernel(out, *inputs, **attrs)`` writes into ``out``; view kernels return."""
 import numpy as np
 
+from hiapi.backends import array_kernels
 from hiapi.backends.numpy_backend import backend
 
 register = backend.register
+array_kernels.register(backend)        # shape ops, identity, pad: shared with cupy
 
 _UFUNCS = {name: getattr(np, name) for name in (
     "negative", "exp", "log", "sqrt", "tanh", "abs", "add", "subtract", "multiply", "divide",
@@ -43,11 +45,6 @@ def cast(out, x, dtype):
     out[...] = x
 
 
-@register("stop_gradient")
-def stop_gradient(x):
-    return x
-
-
 @register("sum")
 def sum_(out, x, axis, keepdims):
     np.sum(x, axis=axis, keepdims=keepdims, out=out)
@@ -66,40 +63,6 @@ def argmax(out, x, axis):
 @register("size")
 def size(out, x, axis, dtype):
     out[...] = int(np.prod([x.shape[a] for a in axis]))
-
-
-@register("broadcast_like")
-def broadcast_like(out, x, like):
-    out[...] = x
-
-
-@register("sum_like")
-def sum_like(out, g, like):
-    lead = g.ndim - like.ndim
-    stretched = tuple(lead + i for i, (d, gd) in enumerate(zip(like.shape, g.shape[lead:]))
-                      if d == 1 and gd != 1)
-    total = g.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
-    out[...] = total.reshape(out.shape)
-
-
-@register("reshape")
-def reshape(x, shape):
-    return np.reshape(x, shape)
-
-
-@register("transpose")
-def transpose(x, axes):
-    return np.transpose(x, axes)
-
-
-@register("expand_dims")
-def expand_dims(x, axis):
-    return np.expand_dims(x, axis)
-
-
-@register("squeeze")
-def squeeze(x, axis):
-    return np.squeeze(x, axis)
 
 
 @register("matmul")
@@ -146,25 +109,9 @@ def scatter_add(out, updates, indices, like):
     np.add.at(out, indices, updates)
 
 
-@register("identity")
-def identity(x):
-    return x
-
-
 @register("concatenate")
 def concatenate(out, *xs, axis):
     np.concatenate(xs, axis=axis, out=out)
-
-
-@register("slice")
-def slice_(x, bounds):
-    return x[tuple(slice(start, stop) for start, stop in bounds)]
-
-
-@register("pad")
-def pad(out, x, pads):
-    out[...] = 0
-    out[tuple(slice(lo, lo + size) for (lo, _), size in zip(pads, x.shape))] = x
 
 
 @register("random_uniform")

@@ -1,0 +1,59 @@
+"""Kernels written with ndarray methods and indexing only, so numpy and cupy arrays run them
+alike: the shape ops (views), the identity ops, padding and the broadcast/unbroadcast pair.
+``register(backend)`` adds them to a backend's registry; the numpy and cupy backends share
+them rather than keeping two copies that could drift apart."""
+
+
+def identity(x):
+    return x
+
+
+def reshape(x, shape):
+    return x.reshape(shape)
+
+
+def transpose(x, axes):
+    return x.transpose(axes)
+
+
+def expand_dims(x, axis):
+    shape = list(x.shape)
+    for position in axis:                 # sorted positions in the output
+        shape.insert(position, 1)
+    return x.reshape(shape)
+
+
+def squeeze(x, axis):
+    return x.squeeze(axis)
+
+
+def slice_(x, bounds):
+    return x[tuple(slice(start, stop) for start, stop in bounds)]
+
+
+def pad(out, x, pads):
+    out[...] = 0
+    out[tuple(slice(lo, lo + size) for (lo, _), size in zip(pads, x.shape))] = x
+
+
+def broadcast_like(out, x, like):
+    out[...] = x
+
+
+def sum_like(out, g, like):
+    """Sum ``g`` over the axes broadcasting stretched to reach it from ``like``'s shape."""
+    lead = g.ndim - like.ndim
+    stretched = tuple(lead + i for i, (d, gd) in enumerate(zip(like.shape, g.shape[lead:]))
+                      if d == 1 and gd != 1)
+    total = g.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
+    out[...] = total.reshape(out.shape)
+
+
+KERNELS = {"identity": identity, "stop_gradient": identity, "reshape": reshape,
+           "transpose": transpose, "expand_dims": expand_dims, "squeeze": squeeze,
+           "slice": slice_, "pad": pad, "broadcast_like": broadcast_like, "sum_like": sum_like}
+
+
+def register(backend):
+    for name, kernel in KERNELS.items():
+        backend.register(name)(kernel)
