@@ -14,6 +14,7 @@ import cupyx
 from cupy.lib.stride_tricks import as_strided
 
 from hiapi.backends.cupy_backend import backend
+from hiapi.backends.numpy_backend.pool_kernels import avg_pool_kernels
 from hiapi.graph.ops import conv_geometry as geo
 
 register = backend.register
@@ -143,30 +144,6 @@ def max_pool_gather(out, x, u, pool_size, strides, padding):
     out[...] = up.reshape(-1)[index]
 
 
-def _window_counts(hw, pool_size, strides, padding, dtype):
-    """How many real (unpadded) elements each output window covers: (OH, OW, 1)."""
-    ones = cupy.ones((1,) + tuple(hw) + (1,), dtype)
-    cols, _, _ = _pool_windows(ones, pool_size, strides, padding, 0.0)
-    return cols.sum(axis=(3, 4))[0]
-
-
-@register("avg_pool2d")
-def avg_pool2d(out, x, pool_size, strides, padding):
-    cols, _, _ = _pool_windows(x, pool_size, strides, padding, 0.0)
-    cupy.sum(cols, axis=(3, 4), out=out)
-    out /= _window_counts(x.shape[1:3], pool_size, strides, padding, out.dtype)
-
-
-@register("avg_pool2d_grad")
-def avg_pool2d_grad(out, g, input_hw, pool_size, strides, padding):
-    share = g / _window_counts(input_hw, pool_size, strides, padding, g.dtype)
-    n, oh, ow, c = g.shape
-    (top, bottom), (left, right) = [geo.pads(size, k, s, 1, padding) for size, k, s in
-                                    zip(input_hw, pool_size, strides)]
-    grad_padded = cupy.zeros((n, input_hw[0] + top + bottom, input_hw[1] + left + right, c),
-                             g.dtype)
-    for i in range(pool_size[0]):
-        for j in range(pool_size[1]):
-            grad_padded[:, i:i + strides[0] * oh:strides[0],
-                        j:j + strides[1] * ow:strides[1]] += share
-    out[...] = grad_padded[:, top:top + input_hw[0], left:left + input_hw[1]]
+_avg_pool2d, _avg_pool2d_grad = avg_pool_kernels(cupy, _pool_windows)
+register("avg_pool2d")(_avg_pool2d)
+register("avg_pool2d_grad")(_avg_pool2d_grad)

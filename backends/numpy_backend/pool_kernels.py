@@ -93,30 +93,37 @@ def max_pool_gather(out, x, u, pool_size, strides, padding):
     out[...] = up.ravel()[index]
 
 
-def _window_counts(hw, pool_size, strides, padding, dtype):
-    """How many real (unpadded) elements each output window covers: (OH, OW, 1)."""
-    ones = np.ones((1,) + tuple(hw) + (1,), dtype)
-    cols, _, _ = _pool_windows(ones, pool_size, strides, padding, 0.0)
-    return cols.sum(axis=(3, 4))[0]
+def avg_pool_kernels(xp, pool_windows):
+    """``avg_pool2d`` and its gradient for the array module ``xp`` (numpy or cupy), given that
+    module's ``pool_windows(x, pool_size, strides, padding, pad_value)`` -> (window view, ...)."""
+
+    def window_counts(hw, pool_size, strides, padding, dtype):
+        """How many real (unpadded) elements each output window covers: (OH, OW, 1)."""
+        ones = xp.ones((1,) + tuple(hw) + (1,), dtype)
+        cols = pool_windows(ones, pool_size, strides, padding, 0.0)[0]
+        return cols.sum(axis=(3, 4))[0]
+
+    def avg_pool2d(out, x, pool_size, strides, padding):
+        cols = pool_windows(x, pool_size, strides, padding, 0.0)[0]
+        xp.sum(cols, axis=(3, 4), out=out)
+        out /= window_counts(x.shape[1:3], pool_size, strides, padding, out.dtype)
+
+    def avg_pool2d_grad(out, g, input_hw, pool_size, strides, padding):
+        share = g / window_counts(input_hw, pool_size, strides, padding, g.dtype)
+        n, oh, ow, c = g.shape
+        (top, bottom), (left, right) = [geo.pads(size, k, s, 1, padding) for size, k, s in
+                                        zip(input_hw, pool_size, strides)]
+        grad_padded = xp.zeros((n, input_hw[0] + top + bottom, input_hw[1] + left + right, c),
+                               g.dtype)
+        for i in range(pool_size[0]):
+            for j in range(pool_size[1]):
+                grad_padded[:, i:i + strides[0] * oh:strides[0],
+                            j:j + strides[1] * ow:strides[1]] += share
+        out[...] = grad_padded[:, top:top + input_hw[0], left:left + input_hw[1]]
+
+    return avg_pool2d, avg_pool2d_grad
 
 
-@register("avg_pool2d")
-def avg_pool2d(out, x, pool_size, strides, padding):
-    cols, _, _ = _pool_windows(x, pool_size, strides, padding, 0.0)
-    np.sum(cols, axis=(3, 4), out=out)
-    out /= _window_counts(x.shape[1:3], pool_size, strides, padding, out.dtype)
-
-
-@register("avg_pool2d_grad")
-def avg_pool2d_grad(out, g, input_hw, pool_size, strides, padding):
-    share = g / _window_counts(input_hw, pool_size, strides, padding, g.dtype)
-    n, oh, ow, c = g.shape
-    (top, bottom), (left, right) = [geo.pads(size, k, s, 1, padding) for size, k, s in
-                                    zip(input_hw, pool_size, strides)]
-    grad_padded = np.zeros((n, input_hw[0] + top + bottom, input_hw[1] + left + right, c),
-                           g.dtype)
-    for i in range(pool_size[0]):
-        for j in range(pool_size[1]):
-            grad_padded[:, i:i + strides[0] * oh:strides[0],
-                        j:j + strides[1] * ow:strides[1]] += share
-    out[...] = grad_padded[:, top:top + input_hw[0], left:left + input_hw[1]]
+_avg_pool2d, _avg_pool2d_grad = avg_pool_kernels(np, _pool_windows)
+register("avg_pool2d")(_avg_pool2d)
+register("avg_pool2d_grad")(_avg_pool2d_grad)
