@@ -68,6 +68,11 @@ class Strategy:
         self.communicator = communicator or for_backend(world(algorithm), get_backend().name)
         self.rank, self.size = self.communicator.rank, self.communicator.size
         self.compressor = compression_module.get(compression, **compression_options)
+        if get_backend().name == "cupy" and not self.compressor.dense:
+            raise NotImplementedError(
+                f"Strategy(compression={compression!r}): gradient compression runs on the host "
+                f"with numpy and is not supported on the cupy backend; use compression='none' "
+                f"(NCCL allreduce) or a CPU backend")
         if hasattr(self.compressor, "reseed"):
             self.compressor.reseed(self.rank)
         self.compressor.workers = self.size

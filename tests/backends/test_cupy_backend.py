@@ -94,6 +94,15 @@ def test_nccl_is_chosen_only_for_mpi_on_the_gpu():
     assert for_backend(local, "numpy") is local
 
 
+@needs_gpu
+def test_gradient_compression_on_cupy_is_refused_with_the_reason(restore_backend):
+    from hiapi.distribute import Strategy
+    from hiapi.distribute.communicator import LocalCommunicator
+    backends.set_backend("cupy")
+    with pytest.raises(NotImplementedError, match="not supported on the cupy backend"):
+        Strategy(compression="topk", communicator=LocalCommunicator())
+
+
 # ------------------------------------------------------------------ the op table
 
 RNG = np.random.default_rng(2024)
