@@ -1,4 +1,4 @@
-"""Convolution on the numba backend: the numpy backend's GEMM lowering (``im2col.conv_kernels``)
+"""Convolution on the numba backend: the numpy backend's GEMM lowering (``im2col.register_conv_kernels``)
 with im2col and col2im as parallel loops that read the input once, in place of strided copies
 and a padded temporary. The GEMMs stay in BLAS: measured on 2 cores, a direct convolution loop
 in numba reached a fraction of OpenBLAS's sgemm rate on every layer of the benchmark convnets,
@@ -7,7 +7,7 @@ so im2col + GEMM is used for every shape.
 from numba import njit, prange
 
 from hiapi.backends.numba_backend import backend
-from hiapi.backends.numpy_backend.im2col import conv_kernels
+from hiapi.backends.numpy_backend.im2col import register_conv_kernels
 
 
 @njit(parallel=True, cache=True)
@@ -73,7 +73,4 @@ def col2im(cols, shape, out):
     _col2im(cols, *_lowering(shape), out)
 
 
-_conv2d, _filter_grad, _input_grad = conv_kernels(im2col, col2im)
-backend.register("conv2d")(_conv2d)
-backend.register("conv2d_filter_grad")(_filter_grad)
-backend.register("conv2d_input_grad")(_input_grad)
+register_conv_kernels(backend, im2col, col2im)

@@ -136,14 +136,16 @@ def _modes(inputs, out):
 
 @backend.register("fused_elementwise")
 def fused_elementwise(out, *inputs, program, shapes, scratch):
-    modes, columns = _modes(inputs, out)
-    if None not in modes and out.flags.c_contiguous:
-        functions = scratch.get(("numba", modes))           # per node: no key hashing per call
-        if functions is None:
-            functions = scratch[("numba", modes)] = compiled_program(program, shapes, modes)
-        if functions is not None:
-            parallel, serial = functions
-            flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
-            (parallel if out.size >= PARALLEL_MIN else serial)(out.reshape(-1), columns, *flat)
-            return
+    key = ("numba", out.shape) + tuple(a.shape for a in inputs)
+    plan = scratch.get(key)                 # per node and shapes: classified and compiled once
+    if plan is None:
+        modes, columns = _modes(inputs, out)
+        functions = None if None in modes else compiled_program(program, shapes, modes)
+        plan = scratch[key] = (functions, columns)
+    functions, columns = plan
+    if functions is not None and out.flags.c_contiguous:
+        parallel, serial = functions
+        flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
+        (parallel if out.size >= PARALLEL_MIN else serial)(out.reshape(-1), columns, *flat)
+        return
     numpy_fused(out, *inputs, program=program, shapes=shapes, scratch=scratch)

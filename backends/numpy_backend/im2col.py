@@ -74,8 +74,8 @@ def conv_kernels(im2col, col2im):
             weights = w[..., fs].reshape(k, f // groups)
             for images, part in _chunks(shape, k, x.itemsize):
                 cols = scratch((part.n * part.oh * part.ow, k), x.dtype)
-                im2col(x[images] if groups == 1 else x[images, ..., cs], part, cols)
-                _gemm_into(out[images] if groups == 1 else out[images, ..., fs], cols, weights)
+                im2col(x[images, ..., cs], part, cols)      # contiguous when groups == 1
+                _gemm_into(out[images, ..., fs], cols, weights)
 
     def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups):
         cin, f = out.shape[2], out.shape[3]
@@ -83,10 +83,10 @@ def conv_kernels(im2col, col2im):
         k = shape.kh * shape.kw * cin
         g = np.ascontiguousarray(g)
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
-            target = out if groups == 1 else out[..., fs]
+            target = out[..., fs]
             for images, part in _chunks(shape, k, x.itemsize):
                 cols = scratch((part.n * part.oh * part.ow, k), x.dtype)
-                im2col(x[images] if groups == 1 else x[images, ..., cs], part, cols)
+                im2col(x[images, ..., cs], part, cols)
                 g_rows = g[images].reshape(-1, f)[:, fs]
                 if images.start == 0:
                     _gemm_into(target, cols.T, g_rows)
@@ -104,9 +104,16 @@ def conv_kernels(im2col, col2im):
             for images, part in _chunks(shape, k, out.itemsize):
                 cols = scratch((part.n * part.oh * part.ow, k), out.dtype)
                 np.matmul(g[images].reshape(-1, f)[:, fs], weights_t, out=cols)
-                col2im(cols, part, out[images] if groups == 1 else out[images, ..., cs])
+                col2im(cols, part, out[images, ..., cs])
 
     return conv2d, conv2d_filter_grad, conv2d_input_grad
+
+
+def register_conv_kernels(backend, im2col, col2im):
+    """Register the three convolution kernels, lowered by ``im2col``/``col2im``."""
+    for name, kernel in zip(("conv2d", "conv2d_filter_grad", "conv2d_input_grad"),
+                            conv_kernels(im2col, col2im)):
+        backend.register(name)(kernel)
 
 
 def windows(x, shape):
@@ -128,7 +135,8 @@ def numpy_im2col(x, shape, cols):
     if shape.top or shape.left or height > shape.h or width > shape.w:
         bottom, right = max(height - shape.h - shape.top, 0), max(width - shape.w - shape.left, 0)
         x = np.pad(x, ((0, 0), (shape.top, bottom), (shape.left, right), (0, 0)))
-    np.copyto(cols.reshape(windows(x, shape).shape), windows(x, shape))
+    view = windows(x, shape)
+    np.copyto(cols.reshape(view.shape), view)
 
 
 def numpy_col2im(cols, shape, out):

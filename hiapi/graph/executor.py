@@ -41,6 +41,8 @@ class Executable:
         self.direct_updates = self._direct_updates(update_slots)
         direct = {i for i, _ in self.direct_updates}
         self.update_slots = [u for u in update_slots if u[1] not in direct]
+        # slots bound to Variable storage each run: old values read, new values written in place
+        self.state_slots = self.reads + self.direct_updates
 
     def _direct_updates(self, update_slots):
         """``(slot, variable)`` for update values whose op can write straight into the
@@ -142,9 +144,7 @@ class Executable:
         for i, array in zip(self.input_slots, arrays):
             if i is not None:
                 bufs[i] = array
-        for i, variable in self.reads:
-            bufs[i] = variable.value
-        for i, variable in self.direct_updates:
+        for i, variable in self.state_slots:
             bufs[i] = variable.value
         if times is None:
             for kernel, out, ins, attrs, view in self.steps:
