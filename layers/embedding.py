@@ -1,5 +1,6 @@
 """``Embedding``: integer ids to dense vectors, a row lookup whose gradient adds up the rows
-of repeated ids (``scatter_add``)."""
+of repeated ids (``scatter_add``). An id outside ``[0, input_dim)`` is an error naming the layer
+on every backend (numpy indexing would read ``-1`` as the last row and train on it)."""
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
@@ -32,7 +33,8 @@ class Embedding(Layer):
 
     def call(self, inputs, training=None):
         ids = inputs if inputs.dtype.kind in "iu" else ops.cast(inputs, "int64")
-        return ops.gather(self.embeddings.read, ids)
+        return ops.gather(self.embeddings.read, ids,
+                          where=f"Embedding {self.name!r} (input_dim={self.input_dim})")
 
     def get_config(self):
         return {**super().get_config(), "input_dim": self.input_dim,

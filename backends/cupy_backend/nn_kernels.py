@@ -73,9 +73,41 @@ def one_hot(out, indices, depth, dtype):
     _ONE_HOT(indices, depth, out)
 
 
+# One thread per output element. An index outside [0, rows) writes zeros and widens
+# status = [lowest bad index or 0, highest bad index or rows-1], read back with the step's
+# outputs (as the sparse cross-entropy's label check), so no step waits on the GPU.
+_GATHER = cupy.ElementwiseKernel(
+    "raw T table, raw I indices, int64 rows, int64 cols", "T out, raw int64 status",
+    """
+    const long long k = (long long)indices[(long long)i / cols];
+    if (k < 0 || k >= rows) {
+        out = (T)0;
+        if ((long long)i % cols == 0) {
+            if (k < 0) atomicMin(&status[0], k); else atomicMax(&status[1], k);
+        }
+    } else {
+        out = table[k * cols + (long long)i % cols];
+    }
+    """, "hiapi_checked_gather")
+
+
 @register("gather")
-def gather(out, table, indices):
-    cupy.take(table, indices, axis=0, out=out)
+def gather(out, table, indices, where):
+    rows, cols = table.shape[0], int(np.prod(table.shape[1:]))
+    status = cupy.empty(2, cupy.int64)
+    status[0], status[1] = 0, rows - 1
+    _GATHER(cupy.ascontiguousarray(table), cupy.ascontiguousarray(indices), rows, cols, out,
+            status)
+    backend.checks.add(status, lambda host: _gather_error(host, where, rows))
+
+
+def _gather_error(status, where, rows):
+    """The numpy kernel's message for the lowest negative or the highest too-large index."""
+    from hiapi.graph.ops.nn import gather_range_error
+    low, high = int(status[0]), int(status[1])
+    if low >= 0 and high < rows:
+        return None
+    return gather_range_error(where, low if low < 0 else high, rows)
 
 
 @register("scatter_add")

@@ -31,4 +31,4 @@ backend = Backend()
 backend.name = "numba"
 backend.kernels.update(numpy_backend.kernels)
 
-from hiapi.backends.numba_backend import conv, fused, pooling  # noqa: E402,F401  (overrides)
+from hiapi.backends.numba_backend import conv, fused, gather, pooling  # noqa: E402,F401  (overrides)

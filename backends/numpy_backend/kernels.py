@@ -99,8 +99,14 @@ def one_hot(out, indices, depth, dtype):
 
 
 @register("gather")
-def gather(out, table, indices):
-    np.take(table, indices, axis=0, out=out)
+def gather(out, table, indices, where):
+    rows = table.shape[0]
+    if indices.size and (indices.min() < 0 or indices.max() >= rows):
+        from hiapi.graph.ops.nn import gather_range_error
+        bad = indices[(indices < 0) | (indices >= rows)].flat[0]
+        raise ValueError(gather_range_error(where, bad, rows))
+    # checked above, so "clip" changes nothing; it spares numpy's buffered copy for "raise"
+    np.take(table, indices, axis=0, out=out, mode="clip")
 
 
 @register("scatter_add")

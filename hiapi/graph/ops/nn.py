@@ -87,17 +87,34 @@ class OneHot(Op):
 
 
 class Gather(Op):
-    """``table[indices]`` along axis 0 (an embedding lookup)."""
+    """``table[indices]`` along axis 0 (an embedding lookup).
+
+    Every kernel rejects an index outside ``[0, len(table))`` with ``gather_range_error``:
+    numpy would read a negative index from the end of the table and train on it. ``where``
+    names the caller (e.g. the Embedding layer) in that message."""
     name = "gather"
+
+    def __init__(self, where="gather"):
+        self.where = str(where)
 
     def infer(self, table, indices):
         if indices.dtype.kind not in "iu":
-            raise TypeError(f"gather: indices must be integers, got dtype {indices.dtype.name}")
+            raise TypeError(f"{self.where}: indices must be integers, got dtype "
+                            f"{indices.dtype.name}")
+        if table.ndim < 1:
+            raise ValueError(f"{self.where}: the table must have at least one axis, got a "
+                             f"scalar")
         return indices.shape + table.shape[1:], table.dtype
 
     def grad(self, inputs, y, g):
         table, indices = inputs
         return [scatter_add_like(g, indices, table), None]
+
+
+def gather_range_error(where, bad, rows):
+    """The message every backend's gather kernel raises for an out-of-range index."""
+    return (f"{where}: index {bad} is out of range; valid indices are [0, {rows}) for a "
+            f"table of {rows} rows")
 
 
 class ScatterAdd(Op):
@@ -124,8 +141,8 @@ def one_hot(indices, depth, dtype="float32"):
     return OneHot(depth, dtype)(as_var(indices))
 
 
-def gather(table, indices):
-    return Gather()(as_var(table), as_var(indices))
+def gather(table, indices, where="gather"):
+    return Gather(where)(as_var(table), as_var(indices))
 
 
 def scatter_add_like(updates, indices, like):
