@@ -14,7 +14,7 @@ import numpy as np
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.var import Var
-from hiapi.layers import tracing
+from hiapi.layers import masks, tracing
 from hiapi.utils.naming import snake_case, unique_name
 
 
@@ -136,15 +136,33 @@ class Layer:
     def call(self, inputs, training=None):
         raise NotImplementedError(f"{type(self).__name__}.call")
 
-    def __call__(self, inputs, training=None):
+    # ---- masking (layers/masks.py) -----------------------------------------------------------
+    @property
+    def supports_masking(self):
+        """Whether this layer passes masks on (Keras's rule: set explicitly, or true when the
+        class defines its own ``compute_mask``)."""
+        explicit = self.__dict__.get("_supports_masking")
+        if explicit is not None:
+            return explicit
+        return type(self).compute_mask is not Layer.compute_mask
+
+    @supports_masking.setter
+    def supports_masking(self, value):
+        self.__dict__["_supports_masking"] = bool(value)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """The mask of the output; by default the input's (used when ``supports_masking``)."""
+        return previous_mask
+
+    def __call__(self, inputs, training=None, mask=None):
         flat = _flatten(inputs)
         if all(isinstance(v, Var) for v in flat):
-            return self._call_symbolic(inputs, training)
+            return self._call_symbolic(inputs, training, mask)
         if any(isinstance(v, Var) for v in flat):
             raise TypeError(f"Layer {self.name!r}: inputs mix symbolic Vars and arrays")
-        return self._call_eager(inputs, training)
+        return self._call_eager(inputs, training, mask)
 
-    def _call_symbolic(self, inputs, training):
+    def _call_symbolic(self, inputs, training, mask=None):
         flat = _flatten(inputs)
         if not self.built:
             shapes = [v.shape for v in flat]
@@ -154,8 +172,11 @@ class Layer:
             specs = self.input_spec if isinstance(self.input_spec, list) else [self.input_spec]
             for index, (spec, var) in enumerate(zip(specs, flat)):
                 spec.check(self, index, var.shape)
-        outputs = self.call(inputs, training=training)
+        previous_mask = _map(masks.get_mask, inputs) if mask is None else mask
+        extra = {"mask": previous_mask} if masks.call_accepts(self, "mask") else {}
+        outputs = self.call(inputs, training=training, **extra)
         outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
+        masks.set_output_masks(self, inputs, outputs, previous_mask, _flatten)
         for variable, regularizer in self._regularized:
             self.add_loss(regularizer(variable.read))
         if self.activity_regularizer is not None:
@@ -166,23 +187,28 @@ class Layer:
         self._output_shape = _map(lambda v: v.shape, outputs)
         return outputs
 
-    def _call_eager(self, inputs, training):
+    def _call_eager(self, inputs, training, mask=None):
         arrays = [np.asarray(a) for a in _flatten(inputs)]
-        key = (bool(training),) + tuple((a.shape[1:], a.dtype.kind) for a in arrays)
+        if mask is not None:          # the mask is fed as one more boolean input
+            mask = np.asarray(mask, bool)
+        key = (bool(training), None if mask is None else mask.shape[1:]) + tuple(
+            (a.shape[1:], a.dtype.kind) for a in arrays)
         cached = self._eager_functions.get(key)
         if cached is None:
             holders = [placeholder((None,) + a.shape[1:],
                                    self.dtype if a.dtype.kind == "f" else a.dtype)
                        for a in arrays]
+            mask_holder = None if mask is None else placeholder((None,) + mask.shape[1:], "bool")
             structured = holders[0] if len(holders) == 1 and not isinstance(inputs, (list, tuple)) \
                 else holders
             with tracing.collect_state() as state:
-                outputs = self._call_symbolic(structured, training)
+                outputs = self._call_symbolic(structured, training, mask_holder)
+            feeds = holders + ([] if mask is None else [mask_holder])
             cached = self._eager_functions[key] = (
-                Function(holders, _flatten(outputs), state.updates, name=f"{self.name}_eager"),
+                Function(feeds, _flatten(outputs), state.updates, name=f"{self.name}_eager"),
                 outputs)
         function, outputs = cached
-        results = iter(function(*arrays))
+        results = iter(function(*arrays, *([] if mask is None else [mask])))
         return _map(lambda _: next(results), outputs)
 
     def compute_output_shape(self, input_shape):

@@ -6,9 +6,12 @@ from hiapi.optimizers.lars import LARS
 from hiapi.optimizers.adam import Adam, AdamW
 from hiapi.optimizers.rmsprop import RMSprop
 from hiapi.optimizers.adagrad import Adagrad
+from hiapi.optimizers.adadelta import Adadelta
+from hiapi.optimizers.adamax import Adamax
+from hiapi.optimizers.nadam import Nadam
 
 _BY_NAME = {"sgd": SGD, "lars": LARS, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop,
-            "adagrad": Adagrad}
+            "adagrad": Adagrad, "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam}
 
 
 def get(identifier):

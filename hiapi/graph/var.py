@@ -15,7 +15,7 @@ import numpy as np
 
 class Var:
     __slots__ = ("op", "inputs", "shape", "dtype", "name", "recompute", "_keras_history",
-                 "_keras_logits", "__weakref__")
+                 "_keras_logits", "_keras_mask", "__weakref__")
 
     def __init__(self, op, inputs, shape, dtype, name=None):
         self.op = op
@@ -26,6 +26,7 @@ class Var:
         self.recompute = False       # a copy made by sublinear memory planning
         self._keras_history = None   # (layer, call inputs) when produced by a layer call
         self._keras_logits = None    # pre-activation Var when this is softmax/sigmoid output
+        self._keras_mask = None      # boolean Var (batch, steps): which time steps are real data
 
     @property
     def ndim(self):

@@ -1,0 +1,71 @@
+"""Keras's mask propagation: which time steps of a sequence are padding.
+
+A mask is a boolean Var of shape (batch, steps) attached to a layer's output Var as
+``_keras_mask``. ``Embedding(mask_zero=True)`` and ``Masking`` create one; a layer whose ``call``
+takes a ``mask`` argument receives the mask of its input (recurrent layers skip masked steps,
+``GlobalAveragePooling1D`` averages over the real ones); a layer that ``supports_masking``
+passes on what its ``compute_mask`` returns (by default its input's mask); any other layer
+drops the mask with a warning, as Keras does. Losses weight out masked steps of a sequence
+output (``mask_loss_weights``).
+
+Masks travel on the Vars rather than through the model's node list, so replaying a functional
+or Sequential model (for training, or inside another model) recomputes them unchanged.
+"""
+import inspect
+import warnings
+
+from hiapi.graph import ops
+
+_ACCEPTS = {}
+
+
+def get_mask(var):
+    return getattr(var, "_keras_mask", None)
+
+
+def call_accepts(layer, argument):
+    """Whether ``layer.call`` has a parameter named ``argument`` (or ``**kwargs``)."""
+    key = (type(layer), argument)
+    if key not in _ACCEPTS:
+        parameters = inspect.signature(type(layer).call).parameters
+        _ACCEPTS[key] = argument in parameters or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    return _ACCEPTS[key]
+
+
+def set_output_masks(layer, inputs, outputs, previous_mask, flatten):
+    """Attach ``layer.compute_mask(inputs, previous_mask)`` to ``outputs`` (Keras's
+    ``_set_mask_metadata``): kept when ``call`` already attached masks itself."""
+    flat_outputs = flatten(outputs)
+    if all(get_mask(v) is not None for v in flat_outputs):
+        return
+    if not layer.supports_masking:
+        if any(m is not None for m in flatten(previous_mask)):
+            warnings.warn(f"Layer {layer.name!r} ({type(layer).__name__}) was passed an input "
+                          f"with a mask attached to it, but it does not support masking, so "
+                          f"the mask is dropped: later layers will not see it", stacklevel=4)
+        return
+    masks = layer.compute_mask(inputs, previous_mask)
+    if masks is None:
+        return
+    for var, mask in zip(flat_outputs, flatten(masks)):
+        if get_mask(var) is None and mask is not None:
+            var._keras_mask = mask
+
+
+def mask_loss_weights(y_pred, sample_weight, dtype):
+    """Keras 3's ``apply_mask`` for a loss with the default mean reduction: real steps of a
+    masked output weigh ``total / valid`` and padding 0, so the mean over all entries equals the
+    mean over the real ones. Returns ``sample_weight`` unchanged when ``y_pred`` has no mask."""
+    mask = get_mask(y_pred)
+    if mask is None:
+        return sample_weight
+    weight = ops.cast(mask, dtype)
+    valid = ops.sum(weight)
+    weight = weight * (ops.size(weight, dtype=dtype) / (valid + 1e-7))
+    if sample_weight is not None:
+        sample = ops.cast(sample_weight, dtype)
+        while sample.ndim < weight.ndim:
+            sample = ops.expand_dims(sample, -1)
+        weight = weight * sample
+    return weight
