@@ -156,13 +156,48 @@ def test_sigkill_while_writing_a_checkpoint_leaves_the_previous_one_loadable(tmp
         assert child.stdout.readline().strip() == "SAVED"
         saved = hiapi.models.load_model(path).get_weights()
         assert child.stdout.readline().strip() == "WRITING"
-        temporaries = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-        assert temporaries and temporaries[0].stat().st_size > 0   # really mid-write
+        temporaries = [p for p in tmp_path.iterdir() if p.name != "ckpt.hiapi"]
+        assert len(temporaries) == 1 and temporaries[0].stat().st_size > 0  # really mid-write
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL
     assert_same(hiapi.models.load_model(path).get_weights(), saved)
+    # the dead writer's temporary names the file and the process, and the next save removes it
+    leftover = temporaries[0]
+    assert leftover.exists()
+    assert leftover.name.startswith(".ckpt.hiapi.tmp-") and f"-{child.pid}-" in leftover.name
+    hiapi.models.load_model(path).save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.hiapi"]
+
+
+def test_a_live_writers_temporary_is_left_alone(tmp_path):
+    """Only temporaries of dead processes are stale: a concurrent writer's survives."""
+    from hiapi.saving.atomic import temporary_name
+    path = tmp_path / "m.hiapi"
+    live = tmp_path / temporary_name(path).replace(f"-{os.getpid()}-", f"-{os.getppid()}-")
+    live.write_bytes(b"partial")
+    unrelated = tmp_path / ".m.hiapi.tmp-notes"
+    unrelated.write_bytes(b"mine")
+    mlp().save(path)
+    assert live.exists() and unrelated.exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002])
+def test_saved_files_get_the_mode_a_plain_open_gives(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        with open(tmp_path / "plain", "wb"):
+            pass
+        model = mlp()
+        model.save(tmp_path / "m.hiapi")
+        model.save_weights(tmp_path / "w.weights")
+    finally:
+        os.umask(previous)
+    expected = os.stat(tmp_path / "plain").st_mode & 0o777
+    assert expected == 0o666 & ~umask
+    for name in ("m.hiapi", "w.weights"):
+        assert os.stat(tmp_path / name).st_mode & 0o777 == expected, name
 
 
 def test_truncated_and_foreign_files_are_rejected(data, tmp_path):
