@@ -1,7 +1,10 @@
-"""``ProgbarLogger``: Keras-style progress output on tqdm.
+"""``ProgbarLogger``: Keras-style progress output.
 
-``verbose=1``: an ``Epoch i/n`` header and a bar with step counter, time, ETA, and the running
-loss and metrics. ``verbose=2``: one line per epoch. ``verbose=0``: nothing.
+``verbose=1``: an ``Epoch i/n`` header, then on a terminal (or in a notebook) a tqdm bar with
+step counter, time, ETA and the running loss and metrics; when output goes to a file or a pipe,
+one plain line at the end of the epoch instead (``"50/50 - 2s 31ms/step - loss: 0.3012"``), as
+Keras does: a bar redrawn with carriage returns turns a log file into one huge line per epoch.
+``verbose=2``: one line per epoch. ``verbose=0``: nothing.
 """
 import sys
 import time
@@ -16,6 +19,25 @@ def format_logs(logs):
                       for k, v in logs.items())
 
 
+def _suffix(logs):
+    return f" - {format_logs(logs)}" if logs else ""
+
+
+def format_step_time(seconds):
+    """Keras's time per step: "2s/step", "31ms/step" or "850us/step"."""
+    if seconds >= 1 or seconds == 0:
+        return f"{seconds:.0f}s/step"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.0f}ms/step"
+    return f"{seconds * 1e6:.0f}us/step"
+
+
+def is_interactive(stream):
+    """A terminal or a notebook: where a redrawn bar shows as one line (Keras's test too)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules
+
+
 class ProgbarLogger(Callback):
     def __init__(self, verbose=1):
         super().__init__()
@@ -27,35 +49,37 @@ class ProgbarLogger(Callback):
         self._seen = 0
         if self.verbose == 1:
             print(f"Epoch {epoch + 1}/{self.params['epochs']}", file=sys.stdout, flush=True)
-            self._bar = tqdm(total=self.params.get("steps"), unit="step", file=sys.stdout,
-                             dynamic_ncols=True, leave=True, mininterval=0.2,
-                             bar_format="{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining}"
-                                        "{postfix}")
+            if is_interactive(sys.stdout):
+                self._bar = tqdm(total=self.params.get("steps"), unit="step", file=sys.stdout,
+                                 dynamic_ncols=True, leave=True, mininterval=0.2,
+                                 bar_format="{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining}"
+                                            "{postfix}")
 
     def on_train_batch_end(self, batch, logs=None):
         self._seen = batch + 1
         if self._bar is not None:
             self._bar.update(1)
             if logs and (self._bar.n == self._bar.total or batch % 10 == 0):
-                self._bar.set_postfix_str(self._step_time() + format_logs(logs), refresh=False)
+                self._bar.set_postfix_str(self._step_time() + _suffix(logs), refresh=False)
 
     def on_epoch_end(self, epoch, logs=None):
         elapsed = time.perf_counter() - self._start
+        suffix = _suffix(logs)
         if self._bar is not None:
-            self._bar.set_postfix_str(self._step_time() + format_logs(logs or {}),
-                                      refresh=False)
+            self._bar.set_postfix_str(self._step_time() + suffix, refresh=False)
             self._bar.close()
             self._bar = None
+        elif self.verbose == 1:
+            steps = f"{self._seen}/{self.params.get('steps') or self._seen}"
+            print(f"{steps} - {elapsed:.0f}s {self._step_time()}{suffix}", file=sys.stdout,
+                  flush=True)
         elif self.verbose == 2:
-            steps = self._seen or 1
             print(f"Epoch {epoch + 1}/{self.params['epochs']} - {self._seen} steps - "
-                  f"{elapsed:.1f}s - {1000 * elapsed / steps:.0f}ms/step - "
-                  f"{format_logs(logs or {})}", file=sys.stdout, flush=True)
+                  f"{elapsed:.1f}s - {self._step_time()}{suffix}", file=sys.stdout, flush=True)
 
     def _step_time(self):
         """Keras's "3ms/step" (tqdm's own rate rounds milliseconds to 0.00s/step)."""
-        milliseconds = 1000 * (time.perf_counter() - self._start) / max(self._seen, 1)
-        return f"{milliseconds:.0f}ms/step - "
+        return format_step_time((time.perf_counter() - self._start) / max(self._seen, 1))
 
     def on_train_end(self, logs=None):
         if self._bar is not None:
