@@ -8,9 +8,13 @@
 """
 __version__ = "0.1.0"
 
-from hiapi import config, random  # noqa: F401
+from hiapi import config, threads  # noqa: F401  (threads first: before numpy loads OpenBLAS)
+from hiapi import random  # noqa: F401
 from hiapi import backends, graph  # noqa: F401
 from hiapi import activations, initializers, losses, metrics, utils  # noqa: F401
+from hiapi import backend, ops  # noqa: F401
 from hiapi import layers, optimizers, callbacks, models, saving, datasets, distribute  # noqa
 from hiapi.layers import Input  # noqa: F401
 from hiapi.models import Model, Sequential  # noqa: F401
+
+threads.apply()

@@ -65,3 +65,38 @@ def memory():
     if value not in ("plan", "none"):
         raise ValueError(f"HIAPI_MEMORY must be 'plan' or 'none', got {value!r}")
     return value
+
+
+_num_threads_override = None
+
+
+def set_num_threads(n):
+    """Threads per pool (BLAS, numba, hiapi's own) for this process, overriding the computed
+    thread budget and ``HIAPI_NUM_THREADS``; None goes back to them. Applied at once::
+
+        hiapi.config.set_num_threads(1)    # e.g. several jobs sharing this machine
+    """
+    global _num_threads_override
+    if n is not None:
+        n = _positive_threads("set_num_threads(n)", n)
+    _num_threads_override = n
+    from hiapi import threads
+    threads.apply()
+
+
+def num_threads_override():
+    """(threads, source) chosen by ``set_num_threads`` or ``HIAPI_NUM_THREADS`` (a positive
+    integer), or (None, None) when the thread budget decides."""
+    if _num_threads_override is not None:
+        return _num_threads_override, "hiapi.config.set_num_threads"
+    value = os.environ.get("HIAPI_NUM_THREADS", "").strip()
+    if not value:
+        return None, None
+    return _positive_threads("HIAPI_NUM_THREADS", value), "HIAPI_NUM_THREADS"
+
+
+def _positive_threads(name, value):
+    number = int(value) if str(value).strip().isdigit() and not isinstance(value, bool) else 0
+    if number < 1:
+        raise ValueError(f"{name} must be a positive integer (threads per pool), got {value!r}")
+    return number

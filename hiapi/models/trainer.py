@@ -9,6 +9,7 @@ import numpy as np
 from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
+from hiapi import threads
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
 from hiapi.models import data, steps
@@ -165,6 +166,8 @@ class Trainer:
         if steps_per_epoch is not None:
             steps_total = min(steps_total, int(steps_per_epoch))
         verbose = (1 if verbose == "auto" else int(verbose)) if plan.is_chief else 0
+        if verbose == 2:                        # what sets CPU speed, once (hiapi.threads)
+            print(threads.banner(), flush=True)
         self.history = History()
         hooks = list(callbacks or []) + [self.history] + ([ProgbarLogger(verbose)] if verbose
                                                           else [])
@@ -182,7 +185,8 @@ class Trainer:
             compiled.reset()
             plan.on_epoch_begin(epoch)
             hooks.on_epoch_begin(epoch)
-            batches = plan.batches(n, batch_size, shuffle, _random.epoch_generator(epoch))
+            batches = plan.batches(n, batch_size, shuffle, _random.epoch_generator(
+                epoch, _random.model_shuffle_seed(self)))
             for step in range(skip, min(len(batches), steps_total)):
                 hooks.on_train_batch_begin(step)
                 index, local_n, global_n = batches[step]

@@ -96,7 +96,8 @@ def test_verbosity(mnist_small, capsys):
     model.fit(x[:200], y[:200], epochs=2, verbose=0)
     assert capsys.readouterr().out == ""
     model.fit(x[:200], y[:200], epochs=2, verbose=2)
-    lines = [l for l in capsys.readouterr().out.splitlines() if l.strip()]
+    banner, *lines = [l for l in capsys.readouterr().out.splitlines() if l.strip()]
+    assert "thread budget" in banner                    # once per fit, then a line per epoch
     assert len(lines) == 2 and lines[0].startswith("Epoch 1/2") and "loss:" in lines[0]
     model.fit(x[:200], y[:200], epochs=1, verbose=1)
     out = capsys.readouterr().out
