@@ -19,4 +19,7 @@ from hiapi.graph.ops.conv import conv2d, conv2d_filter_grad, conv2d_input_grad
 from hiapi.graph.ops.pool import (avg_pool2d, avg_pool_grad, max_pool2d, max_pool_gather,
                                   max_pool_scatter)
 from hiapi.graph.ops.array import concatenate, pad, slice_axis, split
-from hiapi.graph.ops.random import random_uniform
+from hiapi.graph.ops.trig import cos, sin
+from hiapi.graph.ops.image import image_transform, image_transform_grad
+from hiapi.graph.ops.random import random_normal, random_uniform
+from hiapi.graph.ops.composite import argmin, clip, min, prod, stack, std, var

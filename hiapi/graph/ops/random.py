@@ -43,3 +43,14 @@ def splitmix64_uniform(xp, shape, seed, counter):
         z *= xp.uint64(0x94D049BB133111EB)
         z ^= z >> xp.uint64(31)
     return ((z >> xp.uint64(40)).astype(xp.float32) * xp.float32(2.0 ** -24)).reshape(shape)
+
+
+def random_normal(like, seed, counter):
+    """Standard normal float32 numbers shaped like ``like``, from two uniform streams (seeds
+    ``seed`` and ``seed + 1``, same counter) by the Box-Muller transform,
+    ``sqrt(-2 log(1 - u1)) cos(2 pi u2)`` (Box & Muller 1958); ``1 - u1`` is in (0, 1], so the
+    log is finite (|z| < 5.8 with 24-bit uniforms)."""
+    from hiapi.graph import ops as O
+    u1 = random_uniform(like, seed, counter)
+    u2 = random_uniform(like, int(seed) + 1, counter)
+    return O.sqrt(O.log(1.0 - u1) * -2.0) * O.cos(u2 * np.float32(2 * np.pi))
