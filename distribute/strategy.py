@@ -177,8 +177,8 @@ class Strategy:
         variables = model.weights + model.state_variables + model.optimizer.variables
         for variable in variables:
             self.communicator.bcast(variable.value, root=0)
-        seed = self.communicator.bcast(np.array([_random.shuffle_seed()], np.int64), root=0)
-        _random.set_shuffle_seed(int(seed[0]))
+        seed = np.array([_random.model_shuffle_seed(model)], np.int64)
+        model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
 
     def _check_same_model(self, model):
         signature = ";".join(f"{v.shape}:{v.dtype}" for v in model.weights)

@@ -30,11 +30,22 @@ def make_generator(seed=None):
     return np.random.default_rng(seed) if seed is not None else _generator
 
 
-def epoch_generator(epoch):
-    """The generator that orders epoch ``epoch``'s batches. It depends only on the seed and the
-    epoch number, so a run resumed from a checkpoint at epoch e shuffles exactly as the
-    uninterrupted run did."""
-    return np.random.default_rng([_shuffle_seed, int(epoch)])
+def epoch_generator(epoch, seed=None):
+    """The generator that orders epoch ``epoch``'s batches. It depends only on the seed (the
+    model's, see ``model_shuffle_seed``; the global one when None) and the epoch number, so a
+    run resumed from a checkpoint at epoch e shuffles exactly as the uninterrupted run did."""
+    return np.random.default_rng([_shuffle_seed if seed is None else int(seed), int(epoch)])
+
+
+def model_shuffle_seed(model):
+    """The seed of ``model``'s batch order. It is taken from the global seed at the model's
+    first ``fit`` and then belongs to the model: ``model.save`` stores it and ``load_model``
+    restores it, so a resumed run shuffles as the uninterrupted one whatever seed (if any) the
+    new process sets."""
+    seed = getattr(model, "_shuffle_seed", None)
+    if seed is None:
+        seed = model._shuffle_seed = _shuffle_seed
+    return seed
 
 
 def shuffle_seed():

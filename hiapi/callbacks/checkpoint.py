@@ -3,7 +3,6 @@ a run killed at any moment leaves the previous checkpoint loadable."""
 import os
 from pathlib import Path
 
-from hiapi import random as _random
 from hiapi.callbacks.callback import Callback
 from hiapi.callbacks.monitor import Monitor
 
@@ -81,7 +80,6 @@ class BackupAndRestore(Callback):
             from hiapi.saving.model_file import restore_training_state
             extra = restore_training_state(self.model, self.backup_path)
             self.model._resume_at = (extra["epoch"], extra["step"])
-            _random.set_shuffle_seed(extra["shuffle_seed"])
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -97,8 +95,7 @@ class BackupAndRestore(Callback):
         if not self.model.distribution.is_chief:
             return
         from hiapi.saving.model_file import save_model
-        save_model(self.model, self.backup_path, extra={
-            "epoch": epoch, "step": step, "shuffle_seed": _random.shuffle_seed()})
+        save_model(self.model, self.backup_path, extra={"epoch": epoch, "step": step})
 
     def on_train_end(self, logs=None):
         if self.model.distribution.is_chief and self.delete_checkpoint and \

@@ -1,8 +1,10 @@
 """``model.save`` / ``load_model`` and ``save_weights`` / ``load_weights``.
 
 A model file holds everything needed to continue training exactly where it stopped: the
-architecture, the weights, the compile configuration, and the optimizer's configuration and
-state (iteration count and every slot). A weights file holds the weights alone, listed per
+architecture, the weights, the compile configuration, the optimizer's configuration and
+state (iteration count and every slot), and the random state of training: the seed of the
+batch order (``hiapi.random.model_shuffle_seed``) and each Dropout layer's seed (in its
+config) and step counter (a state variable). A weights file holds the weights alone, listed per
 layer so a mismatch can be named.
 """
 import numpy as np
@@ -23,7 +25,8 @@ def save_model(model, filepath, include_optimizer=True, extra=None):
                          f"to save")
     manifest = {"format": MODEL_FORMAT, "version": VERSION, "model": serialize_layer(model),
                 "weights": weight_manifest(model), "compile": _compile_config(model),
-                "optimizer": None, "extra": extra}
+                "optimizer": None, "extra": extra,
+                "shuffle_seed": getattr(model, "_shuffle_seed", None)}
     arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
     arrays.update({f"state/{i}": v.numpy() for i, v in enumerate(model.state_variables)})
     optimizer = getattr(model, "optimizer", None)
@@ -52,6 +55,7 @@ def load_model(filepath, custom_objects=None, compile=True):
             state = [arrays[f"optimizer/{i}"] for i in range(len(optimizer.variables))]
             _assign(optimizer.variables, state, filepath)
     model._saved_extra = manifest.get("extra")
+    model._shuffle_seed = manifest.get("shuffle_seed")
     return model
 
 
@@ -133,6 +137,8 @@ def restore_training_state(model, filepath):
     (whose train step exists, so its optimizer is built); returns the file's ``extra``."""
     manifest, arrays = read_archive(filepath, MODEL_FORMAT)
     _assign_model(model, arrays, filepath)
+    if manifest.get("shuffle_seed") is not None:
+        model._shuffle_seed = manifest["shuffle_seed"]
     optimizer = model.optimizer
     if manifest["optimizer"]:
         if manifest["optimizer"]["built"] and not optimizer.built:
