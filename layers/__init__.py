@@ -15,3 +15,4 @@ from hiapi.layers.reshaping import Permute, Reshape, UpSampling2D, ZeroPadding2D
 from hiapi.layers.embedding import Embedding
 from hiapi.layers.merge import Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract
 from hiapi.layers.recurrent import GRU, LSTM, SimpleRNN
+from hiapi.layers.masking import Masking

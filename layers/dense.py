@@ -31,6 +31,7 @@ class Dense(Layer):
         self.kernel_constraint = constraints.get(kernel_constraint)
         self.bias_constraint = constraints.get(bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
+        self.supports_masking = True      # per time step on 3-D input: the mask still holds
 
     def build(self, input_shape):
         input_dim = input_shape[-1]

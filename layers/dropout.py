@@ -16,6 +16,7 @@ class Dropout(Layer):
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"Dropout {self.name!r}: rate must be in [0, 1), got {rate!r}")
         self.rate, self.noise_shape = float(rate), noise_shape
+        self.supports_masking = True
         self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)
 
     def build(self, input_shape):

@@ -11,10 +11,6 @@ class Embedding(Layer):
                  embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
                  input_length=None, **kwargs):
         super().__init__(**kwargs)
-        if mask_zero:
-            raise NotImplementedError(f"Embedding {self.name!r}: mask_zero=True is not "
-                                      f"supported (hiapi has no masking yet); padded steps "
-                                      f"would be silently treated as data")
         if input_dim <= 0 or output_dim <= 0:
             raise ValueError(f"Embedding {self.name!r}: input_dim and output_dim must be "
                              f"positive, got {input_dim} and {output_dim}")
@@ -23,6 +19,9 @@ class Embedding(Layer):
             else embeddings_initializer
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
         self.embeddings_constraint = constraints.get(embeddings_constraint)
+        # mask_zero: id 0 is padding; the mask (ids != 0) goes to the layers downstream
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
 
     def build(self, input_shape):
         self.embeddings = self.add_weight((self.input_dim, self.output_dim),
@@ -36,9 +35,12 @@ class Embedding(Layer):
         return ops.gather(self.embeddings.read, ids,
                           where=f"Embedding {self.name!r} (input_dim={self.input_dim})")
 
+    def compute_mask(self, inputs, previous_mask=None):
+        return ops.not_equal(inputs, 0) if self.mask_zero else None
+
     def get_config(self):
         return {**super().get_config(), "input_dim": self.input_dim,
-                "output_dim": self.output_dim,
+                "output_dim": self.output_dim, "mask_zero": self.mask_zero,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer),
                 "embeddings_constraint": constraints.serialize(self.embeddings_constraint)}

@@ -53,16 +53,17 @@ def set_output_masks(layer, inputs, outputs, previous_mask, flatten):
             var._keras_mask = mask
 
 
-def mask_loss_weights(y_pred, sample_weight, dtype):
-    """Keras 3's ``apply_mask`` for a loss with the default mean reduction: real steps of a
-    masked output weigh ``total / valid`` and padding 0, so the mean over all entries equals the
-    mean over the real ones. Returns ``sample_weight`` unchanged when ``y_pred`` has no mask."""
+def mask_loss_weights(y_pred, sample_weight, reduction="sum_over_batch_size"):
+    """Keras 3's ``apply_mask``: padding steps of a masked output weigh 0; with the default
+    mean reduction the real ones weigh ``total / valid``, so the mean over all entries equals
+    the mean over the real ones. ``sample_weight`` unchanged when ``y_pred`` has no mask."""
     mask = get_mask(y_pred)
     if mask is None:
         return sample_weight
+    dtype = y_pred.dtype
     weight = ops.cast(mask, dtype)
-    valid = ops.sum(weight)
-    weight = weight * (ops.size(weight, dtype=dtype) / (valid + 1e-7))
+    if reduction == "sum_over_batch_size":
+        weight = weight * (ops.size(weight, dtype=dtype) / (ops.sum(weight) + 1e-7))
     if sample_weight is not None:
         sample = ops.cast(sample_weight, dtype)
         while sample.ndim < weight.ndim:

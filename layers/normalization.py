@@ -117,6 +117,7 @@ class BatchNormalization(_Normalization):
 class LayerNormalization(_Normalization):
     """Normalise each sample over ``axis`` (Ba, Kiros & Hinton 2016,
     https://arxiv.org/abs/1607.06450); the same in training and inference."""
+    supports_masking = True        # each time step is normalised alone: the mask still holds
 
     def build(self, input_shape):
         self._build_affine(self._param_shape(input_shape, self._axes(len(input_shape))))

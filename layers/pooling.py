@@ -92,8 +92,22 @@ class GlobalMaxPooling2D(_GlobalPool):
 
 
 class GlobalAveragePooling1D(_GlobalPool):
+    """Mean over the steps; with a mask (``Embedding(mask_zero=True)``, ``Masking``) the mean
+    over the real steps only, as Keras does. The output has no steps, so no mask."""
     reduce = staticmethod(ops.mean)
     rank = 1
+
+    def call(self, inputs, training=None, mask=None):
+        if mask is None:
+            return super().call(inputs, training)
+        steps = 2 if self.data_format == "channels_first" else 1
+        weight = ops.expand_dims(ops.cast(mask, inputs.dtype), 3 - steps)
+        total = ops.sum(inputs * weight, steps, keepdims=self.keepdims)
+        # a sequence with every step masked averages to 0 rather than 0/0 = NaN
+        return total / ops.maximum(ops.sum(weight, steps, keepdims=self.keepdims), 1.0)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        return None
 
 
 class GlobalMaxPooling1D(_GlobalPool):

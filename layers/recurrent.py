@@ -10,6 +10,11 @@ fine for the tens-to-hundreds of steps these layers are used with here. The inpu
 Weights, as in Keras: ``kernel`` (input_dim, gates*units), ``recurrent_kernel``
 (units, gates*units), ``bias``; gate order i, f, c, o for LSTM and z, r, h for GRU
 (``reset_after=True``: bias of shape (2, 3*units), Keras 3's default).
+
+With a mask (``Embedding(mask_zero=True)``, ``Masking``), a masked step leaves the states as
+they were and repeats the previous step's output (zeros before the first real step), as Keras 3
+does: the last output is the output of the last real step, so a padded batch gives each
+sequence's own result.
 """
 import numpy as np
 
@@ -78,7 +83,7 @@ class _RNN(Layer):
 
     state_count = 1
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
         steps = inputs.shape[1]
         if steps is None:
             raise ValueError(f"{type(self).__name__} {self.name!r}: the number of time steps "
@@ -88,14 +93,25 @@ class _RNN(Layer):
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         per_step = [ops.squeeze(ops.slice_axis(projected, 1, t, t + 1), 1) for t in order]
         states = self._states(ops.slice_axis(per_step[0], -1, 0, self.units))
-        outputs = []
-        for x_t in per_step:
-            output, states = self.step(x_t, states)
+        keep = [None] * steps if mask is None else \
+            [ops.slice_axis(mask, 1, t, t + 1) for t in order]     # (batch, 1) per step
+        outputs, initial = [], states[0]        # the initial states are zeros
+        for x_t, keep_t in zip(per_step, keep):
+            output, new_states = self.step(x_t, states)
+            if keep_t is not None:
+                previous = outputs[-1] if outputs else initial
+                output = ops.where(keep_t, output, previous)
+                new_states = [ops.where(keep_t, n, s) for n, s in zip(new_states, states)]
+            states = new_states
             outputs.append(output)
         result = ops.concatenate([ops.expand_dims(o, 1) for o in outputs], 1) \
             if self.return_sequences and len(outputs) > 1 else \
             (ops.expand_dims(outputs[0], 1) if self.return_sequences else outputs[-1])
         return [result] + list(states) if self.return_state else result
+
+    def compute_mask(self, inputs, previous_mask=None):
+        output_mask = previous_mask if self.return_sequences else None
+        return [output_mask] + [None] * self.state_count if self.return_state else output_mask
 
     def _project(self, inputs):
         projected = ops.matmul(inputs, self.kernel.read)

@@ -10,6 +10,7 @@ import numpy as np
 from hiapi import losses as losses_module
 from hiapi import metrics as metrics_module
 from hiapi.graph import ops
+from hiapi.layers import masks
 
 
 def _per_output(value, names, what, default):
@@ -57,8 +58,9 @@ class CompiledTargets:
             if len(self.names) > 1:
                 for i, metric in self.metrics:
                     metric.name = f"{self.names[i]}_{metric.name}"
-        per_output = [loss(y, out, w) for loss, y, out, w in
-                      zip(self.losses, targets, outputs, weights)]
+        # a masked sequence output (Embedding(mask_zero=True), Masking) weighs out its padding
+        per_output = [loss(y, out, masks.mask_loss_weights(out, w, loss.reduction))
+                      for loss, y, out, w in zip(self.losses, targets, outputs, weights)]
         total = None
         for term, weight in zip(per_output, self.loss_weights):
             term = term if weight == 1.0 else weight * term
