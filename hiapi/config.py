@@ -100,3 +100,11 @@ def _positive_threads(name, value):
     if number < 1:
         raise ValueError(f"{name} must be a positive integer (threads per pool), got {value!r}")
     return number
+
+
+# Keras's ``keras.config`` functions (settings made in code, not read from the environment)
+from hiapi.settings import (  # noqa: E402,F401
+    backend, disable_traceback_filtering, enable_traceback_filtering,
+    enable_unsafe_deserialization, epsilon, floatx, image_data_format,
+    is_traceback_filtering_enabled, set_epsilon, set_floatx, set_image_data_format,
+    set_random_seed)

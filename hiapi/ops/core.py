@@ -1,0 +1,117 @@
+"""What every ``hiapi.ops`` function shares: telling symbolic tensors from data, and turning data
+into arrays with Keras's dtype rules.
+
+Each public op looks at its arguments: if any is a symbolic tensor (a graph ``Var``, as inside a
+layer's ``call`` or between layers of a functional model) it builds graph ops
+(``hiapi.graph.ops``); otherwise it computes at once with numpy and returns a numpy array, as
+``keras.ops`` does eagerly on the numpy backend::
+
+    hiapi.ops.relu(np.array([-1.0, 2.0]))     # array([0., 2.])
+"""
+import numpy as np
+
+from hiapi import backend as _backend
+from hiapi.graph import ops as O
+from hiapi.graph.var import Var
+
+
+def is_symbolic(*args):
+    """True when any argument (lists and tuples searched) is a symbolic tensor."""
+    for a in args:
+        if isinstance(a, Var):
+            return True
+        if isinstance(a, (list, tuple)) and is_symbolic(*a):
+            return True
+    return False
+
+
+def is_tensor(x):
+    """True for a symbolic tensor or an array (what ``keras.ops.is_tensor`` accepts)."""
+    return isinstance(x, (Var, np.ndarray))
+
+
+def convert_to_tensor(x, dtype=None, sparse=None):
+    """``x`` as an array (or the symbolic tensor itself, cast to ``dtype`` if given).
+
+    Python floats and lists of them become ``floatx()`` (float32), Python ints int32, as in
+    Keras; numpy arrays keep their dtype unless ``dtype`` is given."""
+    if sparse:
+        raise ValueError("convert_to_tensor: sparse tensors are not supported by hiapi "
+                         f"(got sparse={sparse!r})")
+    if isinstance(x, Var):
+        return x if dtype is None else O.cast(x, dtype)
+    if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
+        x = x.numpy()          # a hiapi Variable
+    if dtype is not None:
+        return np.asarray(x, dtype=standardize_dtype(dtype))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.asarray(x)
+    array = np.asarray(x)
+    if array.dtype == np.float64:
+        return array.astype(_backend.floatx())
+    if array.dtype == np.int64:
+        return array.astype(np.int32)
+    return array
+
+
+def convert_to_numpy(x):
+    """A numpy array holding ``x``'s values; a symbolic tensor has none yet, which is an error."""
+    if isinstance(x, Var):
+        raise ValueError(f"convert_to_numpy: {x!r} is symbolic (it holds no values until the "
+                         f"model runs); call the model or layer on arrays to get values")
+    return np.asarray(convert_to_tensor(x))
+
+
+def standardize_dtype(dtype):
+    """A dtype name from a name, numpy dtype or Python type (None gives floatx)."""
+    if dtype is None:
+        return _backend.floatx()
+    if dtype is float:
+        return _backend.floatx()
+    if dtype is int:
+        return "int64"
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise ValueError(f"Invalid dtype {dtype!r}: expected a name such as 'float32' or "
+                         f"'int32', or a numpy dtype") from None
+
+
+def shape(x):
+    """The shape as a tuple; None marks the unknown batch axis of a symbolic tensor."""
+    return tuple(x.shape) if isinstance(x, Var) else np.shape(x)
+
+
+def ndim(x):
+    return len(shape(x))
+
+
+def dtype(x):
+    return x.dtype.name if isinstance(x, Var) else convert_to_tensor(x).dtype.name
+
+
+def cast(x, dtype):
+    dtype = standardize_dtype(dtype)
+    if isinstance(x, Var):
+        return O.cast(x, dtype)
+    return convert_to_tensor(x).astype(dtype)
+
+
+def stop_gradient(variable):
+    """The same value, with no gradient flowing back through it. On data it is the identity."""
+    if isinstance(variable, Var):
+        return O.stop_gradient(variable)
+    return convert_to_tensor(variable)
+
+
+def eager(x):
+    """An argument of an eager op: arrays stay as they are, Python numbers keep numpy's weak
+    typing (so ``add(float32 array, 2.0)`` stays float32), lists become arrays."""
+    if isinstance(x, (bool, int, float, np.ndarray, np.generic)):
+        return x
+    return convert_to_tensor(x)
+
+
+def eager_array(x):
+    """An argument that must be an array (unary ops): Python numbers become floatx/int32."""
+    return convert_to_tensor(x)

@@ -1,0 +1,64 @@
+"""The composite ops (min, argmin, prod, var, std, clip, stack) through ``check_op``: forward
+against numpy, float64 finite-difference gradients, second derivatives; prod's gradient where an
+element is zero (where ``y / x`` would fail), and its shape errors."""
+import numpy as np
+import pytest
+
+from check_op import check_op
+from hiapi.graph import ops, placeholder
+
+RNG = np.random.default_rng(7)
+
+
+def distinct(*shape):
+    n = int(np.prod(shape))
+    return (RNG.permutation(n) * 0.3 - 0.15 * n).reshape(shape)
+
+
+CASES = [
+    ("min_axis", lambda x: ops.min(x, 1), lambda x: x.min(1), distinct(3, 4)),
+    ("min_keepdims", lambda x: ops.min(x, 0, keepdims=True), lambda x: x.min(0, keepdims=True),
+     distinct(3, 4)),
+    ("prod_axis", lambda x: ops.prod(x, 1), lambda x: x.prod(1), RNG.uniform(0.5, 1.5, (3, 5))),
+    ("prod_two_axes_keepdims", lambda x: ops.prod(x, (1, 2), keepdims=True),
+     lambda x: x.prod((1, 2), keepdims=True), RNG.uniform(0.5, 1.5, (2, 3, 3))),
+    ("prod_middle_axis", lambda x: ops.prod(x, 1), lambda x: x.prod(1),
+     RNG.uniform(-1.5, 1.5, (2, 7, 3))),
+    ("var", lambda x: ops.var(x, -1), lambda x: x.var(-1), RNG.normal(size=(3, 5))),
+    ("std_keepdims", lambda x: ops.std(x, 1, keepdims=True), lambda x: x.std(1, keepdims=True),
+     RNG.normal(size=(3, 5))),
+    ("clip", lambda x: ops.clip(x, -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5),
+     distinct(3, 4) + 0.05),
+]
+
+
+@pytest.mark.parametrize("build, reference, x", [pytest.param(*c[1:], id=c[0]) for c in CASES])
+def test_composite(build, reference, x):
+    check_op(build, [x], reference, batch=True, double=True)
+
+
+def test_prod_over_every_axis_of_a_known_shape():
+    check_op(lambda x: ops.prod(x), [RNG.uniform(0.5, 1.5, (2, 3))], lambda x: x.prod(),
+             double=True)
+
+
+def test_prod_gradient_with_a_zero_element():
+    x = np.array([[2.0, 0.0, 3.0, 5.0]])
+    check_op(lambda v: ops.prod(v, 1), [x], lambda v: v.prod(1))   # d/dx1 = 30, not nan
+
+
+def test_stack_and_argmin():
+    a, b = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
+    check_op(lambda x, y: ops.stack([x, y], 1), [a, b], lambda x, y: np.stack([x, y], 1),
+             batch=True, double=True)
+    check_op(lambda x: ops.stack([x], -1), [a], lambda x: x[..., None], batch=True)
+    check_op(lambda x: ops.argmin(x, 1), [distinct(3, 4)], lambda x: x.argmin(1), batch=True)
+
+
+def test_shape_errors_name_the_op():
+    with pytest.raises(ValueError, match="prod: axis 0 .* unknown size"):
+        ops.prod(placeholder((None, 3)), 0)
+    with pytest.raises(ValueError, match="stack: all inputs must have the same shape"):
+        ops.stack([placeholder((2, 3)), placeholder((2, 4))])
+    with pytest.raises(ValueError, match="stack: needs at least one input"):
+        ops.stack([])

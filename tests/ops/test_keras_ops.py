@@ -1,0 +1,179 @@
+"""``hiapi.ops`` on both sides: eagerly on arrays (numpy results, Keras dtypes) and symbolically
+inside graphs (compiled and run), each against numpy written plainly here."""
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi import ops
+from hiapi.graph import Function, placeholder
+
+RNG = np.random.default_rng(11)
+A = RNG.normal(size=(3, 4)).astype(np.float32)
+B = RNG.normal(size=(3, 4)).astype(np.float32)
+P = RNG.uniform(0.5, 2.0, size=(3, 4)).astype(np.float32)
+
+
+def run_symbolic(fn, *arrays):
+    """``fn`` on placeholders (batch axis None), compiled and run on ``arrays``."""
+    holders = [placeholder((None,) + a.shape[1:], a.dtype) for a in arrays]
+    return Function(holders, fn(*holders))(*arrays)
+
+
+def both(fn, expected, *arrays, rtol=1e-5):
+    eager = fn(*arrays)
+    assert isinstance(eager, (np.ndarray, np.generic)), type(eager)
+    np.testing.assert_allclose(eager, expected, rtol=rtol, atol=1e-6)
+    np.testing.assert_allclose(run_symbolic(fn, *arrays), expected, rtol=rtol, atol=1e-6)
+
+
+BINARY = [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
+          ("divide", np.divide), ("maximum", np.maximum), ("minimum", np.minimum),
+          ("equal", np.equal), ("not_equal", np.not_equal), ("greater", np.greater),
+          ("greater_equal", np.greater_equal), ("less", np.less), ("less_equal", np.less_equal)]
+
+
+@pytest.mark.parametrize("name, reference", BINARY, ids=[b[0] for b in BINARY])
+def test_binary(name, reference):
+    both(getattr(ops, name), reference(A, B), A, B)
+    both(lambda x: getattr(ops, name)(x, 0.5), reference(A, np.float32(0.5)), A)
+
+
+UNARY = [("negative", np.negative, A), ("abs", np.abs, A), ("exp", np.exp, A),
+         ("log", np.log, P), ("sqrt", np.sqrt, P), ("square", np.square, A),
+         ("tanh", np.tanh, A), ("sign", np.sign, A), ("reciprocal", np.reciprocal, P),
+         ("relu", lambda x: np.maximum(x, 0), A), ("relu6", lambda x: np.clip(x, 0, 6), A * 5),
+         ("sigmoid", lambda x: 1 / (1 + np.exp(-x)), A),
+         ("softplus", lambda x: np.log1p(np.exp(x)), A),
+         ("silu", lambda x: x / (1 + np.exp(-x)), A),
+         ("leaky_relu", lambda x: np.where(x > 0, x, 0.2 * x), A),
+         ("elu", lambda x: np.where(x > 0, x, np.exp(x) - 1), A)]
+
+
+@pytest.mark.parametrize("name, reference, x", UNARY, ids=[u[0] for u in UNARY])
+def test_unary(name, reference, x):
+    both(getattr(ops, name), reference(x.astype(np.float64)), x)
+
+
+def test_power_and_logical():
+    both(ops.power, np.power(P, B), P, B)
+    both(lambda a, b: ops.logical_and(a > 0, b > 0), (A > 0) & (B > 0), A, B)
+    both(lambda a, b: ops.logical_or(a > 0, b > 0), (A > 0) | (B > 0), A, B)
+    both(lambda a: ops.logical_not(a > 0), A <= 0, A)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "var", "std"])
+@pytest.mark.parametrize("axis, keepdims", [(1, False), (-1, True), ((1,), False)])
+def test_reductions(name, axis, keepdims):
+    fn = getattr(ops, name)
+    both(lambda x: fn(x, axis=axis, keepdims=keepdims),
+         getattr(np, name)(P.astype(np.float64), axis=axis, keepdims=keepdims), P)
+
+
+def test_reductions_over_everything_eagerly():
+    assert ops.sum(A) == pytest.approx(float(A.sum()), rel=1e-5)
+    assert ops.prod(P) == pytest.approx(float(P.astype(np.float64).prod()), rel=1e-5)
+    assert ops.argmax(A) == A.argmax() and ops.argmin(A) == A.argmin()
+
+
+def test_argmax_argmin():
+    both(lambda x: ops.argmax(x, axis=1), A.argmax(1), A)
+    both(lambda x: ops.argmin(x, axis=-1), A.argmin(-1), A)
+    both(lambda x: ops.argmax(x, axis=1, keepdims=True), A.argmax(1)[:, None], A)
+
+
+def test_matmul_dot_and_vectors():
+    w = RNG.normal(size=(4, 2)).astype(np.float32)
+    v = RNG.normal(size=(4,)).astype(np.float32)
+    both(lambda x: ops.matmul(x, w), A @ w, A)
+    both(lambda x: ops.matmul(x, v), A @ v, A)
+    both(lambda x: ops.dot(x, w), A.dot(w), A)
+    both(lambda x: ops.dot(x, v), A.dot(v), A)
+    x3 = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    both(lambda x: ops.matmul(x, w), x3 @ w, x3)
+    with pytest.raises(ValueError, match="dot: on symbolic tensors"):
+        ops.dot(placeholder((None, 4)), np.ones((2, 4, 3)))
+
+
+def test_shape_ops():
+    x3 = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    both(lambda x: ops.reshape(x, (-1, 12)), x3.reshape(2, 12), x3)
+    both(lambda x: ops.transpose(x, (0, 2, 1)), x3.transpose(0, 2, 1), x3)
+    both(lambda x: ops.swapaxes(x, 1, 2), x3.swapaxes(1, 2), x3)
+    both(lambda x: ops.expand_dims(x, 1), x3[:, None], x3)
+    both(lambda x: ops.squeeze(ops.expand_dims(x, -1), axis=-1), x3, x3)
+    both(lambda x: ops.concatenate([x, x], axis=1), np.concatenate([x3, x3], 1), x3)
+    both(lambda x: ops.stack([x, x * 2], axis=-1), np.stack([x3, x3 * 2], -1), x3)
+    both(lambda x: ops.split(x, 2, axis=-1)[1], x3[..., 2:], x3)
+    both(lambda x: ops.split(x, [1], axis=-1)[1], x3[..., 1:], x3)
+    assert ops.shape(placeholder((None, 3))) == (None, 3) and ops.shape(x3) == (2, 3, 4)
+    assert ops.squeeze(placeholder((None, 1, 3, 1))).shape == (None, 3)
+
+
+def test_where_clip_cast_stop_gradient():
+    both(lambda a, b: ops.where(a > 0, a, b), np.where(A > 0, A, B), A, B)
+    both(lambda a: ops.clip(a, -0.5, 0.5), np.clip(A, -0.5, 0.5), A)
+    both(lambda a: ops.cast(a > 0, "float32"), (A > 0).astype(np.float32), A)
+    both(ops.stop_gradient, A, A)
+    assert ops.cast(A, "int32").dtype == np.int32
+    np.testing.assert_array_equal(ops.where(np.array([0, 1, 1]))[0], [1, 2])
+    with pytest.raises(ValueError, match="one argument"):
+        ops.where(placeholder((None, 3)) > 0)
+
+
+def test_creation_and_likes():
+    assert ops.ones((2, 3)).dtype == np.float32 and ops.zeros((2,), "int32").dtype == np.int32
+    np.testing.assert_array_equal(ops.full((2,), 7.0), [7.0, 7.0])
+    assert ops.arange(4).dtype == np.int32 and ops.arange(0.0, 1.0, 0.5).dtype == np.float32
+    both(ops.ones_like, np.ones_like(A), A)
+    both(lambda a: ops.zeros_like(a) + a, A, A)
+    both(lambda a: ops.full_like(a, 3.0), np.full_like(A, 3.0), A)
+
+
+def test_softmax_log_softmax_one_hot():
+    both(ops.softmax, np.exp(A) / np.exp(A).sum(-1, keepdims=True), A)
+    both(lambda x: ops.nn.log_softmax(x, axis=-1),
+         A - np.log(np.exp(A).sum(-1, keepdims=True)), A)
+    labels = np.array([0, 2, 1])
+    both(lambda y: ops.one_hot(y, 3), np.eye(3, dtype=np.float32)[labels], labels)
+
+
+def test_cross_entropies_eager_and_symbolic_agree():
+    labels = np.array([0, 2, 1])
+    probs = ops.softmax(A[:, :3].astype(np.float64))
+    expected = -np.log(probs[np.arange(3), labels])
+    both(lambda y, z: ops.sparse_categorical_crossentropy(y, z, from_logits=True), expected,
+         labels, A[:, :3].astype(np.float64))
+    both(lambda y, z: ops.categorical_crossentropy(y, ops.softmax(z)), expected,
+         np.eye(3)[labels], A[:, :3].astype(np.float64))
+    t = (B > 0).astype(np.float64)
+    p = 1 / (1 + np.exp(-A.astype(np.float64)))
+    both(lambda y, z: ops.binary_crossentropy(y, z, from_logits=True),
+         -(t * np.log(p) + (1 - t) * np.log(1 - p)), t, A.astype(np.float64))
+
+
+def test_convert_to_tensor_and_numpy():
+    assert ops.convert_to_tensor([1.0, 2.0]).dtype == np.float32
+    assert ops.convert_to_tensor([1, 2]).dtype == np.int32
+    assert ops.convert_to_tensor(np.ones(2)).dtype == np.float64
+    assert ops.convert_to_tensor(1, dtype="float32").dtype == np.float32
+    assert isinstance(ops.convert_to_numpy([1, 2]), np.ndarray)
+    assert ops.is_tensor(np.ones(2)) and ops.is_tensor(placeholder((2,)))
+    with pytest.raises(ValueError, match="symbolic"):
+        ops.convert_to_numpy(placeholder((None, 2)))
+    with pytest.raises(ValueError, match="Invalid dtype"):
+        ops.cast(A, "floaty")
+
+
+def test_ops_in_a_custom_layer_train():
+    class RMSNorm(hiapi.layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight((input_shape[-1],), "ones", "scale")
+
+        def call(self, x):
+            rms = ops.sqrt(ops.mean(ops.square(x), axis=-1, keepdims=True) + 1e-6)
+            return x / rms * self.scale.read
+
+    x = RNG.normal(size=(8, 4)).astype(np.float32)
+    layer = RMSNorm()
+    expected = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(layer(x), expected, rtol=1e-5)
