@@ -15,6 +15,7 @@ from hiapi import constraints, initializers, regularizers
 from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.var import Var
 from hiapi.layers import masks, tracing
+from hiapi.layers.layer_errors import naming_layer
 from hiapi.utils.naming import snake_case, unique_name
 
 
@@ -157,10 +158,12 @@ class Layer:
     def __call__(self, inputs, training=None, mask=None):
         flat = _flatten(inputs)
         if all(isinstance(v, Var) for v in flat):
-            return self._call_symbolic(inputs, training, mask)
+            with naming_layer(self):
+                return self._call_symbolic(inputs, training, mask)
         if any(isinstance(v, Var) for v in flat):
             raise TypeError(f"Layer {self.name!r}: inputs mix symbolic Vars and arrays")
-        return self._call_eager(inputs, training, mask)
+        with naming_layer(self):
+            return self._call_eager(inputs, training, mask)
 
     def _call_symbolic(self, inputs, training, mask=None):
         flat = _flatten(inputs)
