@@ -16,3 +16,20 @@ from hiapi.layers.embedding import Embedding
 from hiapi.layers.merge import Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract
 from hiapi.layers.recurrent import GRU, LSTM, SimpleRNN
 from hiapi.layers.masking import Masking
+from hiapi.layers.wrappers import TimeDistributed, Wrapper
+from hiapi.layers.bidirectional import Bidirectional
+from hiapi.layers.attention import MultiHeadAttention
+from hiapi.layers.lambda_layer import Lambda
+from hiapi.layers.dot import Dot
+from hiapi.layers.merge_functions import (add, average, concatenate, dot, maximum, minimum,
+                                          multiply, subtract)
+from hiapi.layers.preprocessing import Normalization, Rescaling
+from hiapi.layers.augmentation import RandomCrop, RandomFlip, RandomRotation, RandomZoom
+from hiapi.layers.conv_transpose import Conv2DTranspose
+from hiapi.layers.depthwise_conv import DepthwiseConv2D, SeparableConv2D
+from hiapi.layers.cropping import Cropping1D, Cropping2D
+from hiapi.layers.identity import Identity
+from hiapi.layers.repeat_vector import RepeatVector
+from hiapi.layers.noise import GaussianDropout, GaussianNoise
+from hiapi.layers.spatial_dropout import SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
+from hiapi.layers.group_norm import GroupNormalization

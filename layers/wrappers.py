@@ -1,0 +1,71 @@
+"""Layers that wrap another layer: the ``Wrapper`` base and ``TimeDistributed``.
+
+A wrapper owns the wrapped layer (its weights are the wrapper's) and saves it inside its own
+config as ``{"class_name", "config"}``, the way Keras serializes a nested layer, so
+``from_config`` rebuilds both::
+
+    frames = hiapi.Input((8, 28, 28, 1))
+    features = layers.TimeDistributed(layers.Conv2D(16, 3))(frames)   # (None, 8, 26, 26, 16)
+"""
+from hiapi.graph import ops
+from hiapi.layers.layer import Layer, _flatten
+
+
+def serialize(layer):
+    from hiapi.saving.architecture import serialize_layer
+    return serialize_layer(layer)
+
+
+def deserialize(config):
+    from hiapi.saving.architecture import deserialize_layer
+    return deserialize_layer(config)
+
+
+class Wrapper(Layer):
+    """Base of layers that add behaviour around ``layer`` (Keras's ``keras.layers.Wrapper``)."""
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(layer, Layer):
+            raise ValueError(f"{type(self).__name__} {self.name!r}: layer must be a Layer "
+                             f"instance, got {layer!r}")
+        self.layer = layer
+
+    def get_config(self):
+        return {**super().get_config(), "layer": serialize(self.layer)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["layer"] = deserialize(config["layer"])
+        return cls(**config)
+
+
+class TimeDistributed(Wrapper):
+    """Apply ``layer`` to every time step: ``(batch, steps, ...)`` is folded to
+    ``(batch * steps, ...)``, passed through ``layer`` once, and unfolded, so the same weights
+    see every step (one GEMM for a ``Dense``, not one per step). The mask of the input, if
+    any, is the mask of the output."""
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(layer, **kwargs)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if len(input_shape) < 3:
+            raise ValueError(f"TimeDistributed {self.name!r}: the input needs at least 3 axes "
+                             f"(batch, steps, features...), got shape {input_shape}")
+        self.built = True
+
+    def call(self, inputs, training=None):
+        steps, inner = inputs.shape[1], inputs.shape[2:]
+        if steps is None or None in inner:
+            raise ValueError(f"TimeDistributed {self.name!r}: the steps and feature axes "
+                             f"must be known, got input shape {inputs.shape}")
+        folded = ops.reshape(inputs, (-1,) + tuple(inner))
+        outputs = self.layer(folded, training=training)
+        if len(_flatten(outputs)) != 1:
+            raise ValueError(f"TimeDistributed {self.name!r}: the wrapped layer "
+                             f"{self.layer.name!r} must return one tensor, got "
+                             f"{len(_flatten(outputs))}")
+        return ops.reshape(outputs, (-1, steps) + tuple(outputs.shape[1:]))
