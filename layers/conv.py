@@ -105,17 +105,26 @@ class Conv2D(_Conv):
 
 
 class Conv1D(_Conv):
-    """``Conv1D(64, 5)``: input (batch, steps, channels); runs as Conv2D on a 1-row image."""
+    """``Conv1D(64, 5)``: input (batch, steps, channels); runs as Conv2D on a 1-row image.
+    ``padding="causal"`` pads ``dilation_rate * (kernel_size - 1)`` zeros before the first step
+    (none after), so output step t sees only inputs up to t (WaveNet, van den Oord et al. 2016,
+    https://arxiv.org/abs/1609.03499)."""
     rank = 1
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", **kwargs):
-        if str(padding).lower() == "causal":
-            raise NotImplementedError("Conv1D: padding='causal' is not supported yet; pad the "
-                                      "input on the left with ZeroPadding and use 'valid'")
-        super().__init__(filters, kernel_size, strides, padding, **kwargs)
+        causal = str(padding).lower() == "causal"
+        super().__init__(filters, kernel_size, strides, "valid" if causal else padding, **kwargs)
+        if causal:
+            self.padding = "causal"
 
     def _apply(self, x):
+        padding = self.padding
+        if padding == "causal":
+            x = ops.pad(x, [(0, 0), (self.dilation_rate[0] * (self.kernel_size[0] - 1), 0),
+                            (0, 0)])
+            padding = "valid"
         image = ops.expand_dims(x, 1)
         kernel = ops.expand_dims(self.kernel.read, 0)
-        y = self._conv(image, kernel, (1,) + self.strides, (1,) + self.dilation_rate)
+        y = ops.conv2d(image, kernel, (1,) + self.strides, padding, (1,) + self.dilation_rate,
+                       self.groups)
         return ops.squeeze(y, 1)

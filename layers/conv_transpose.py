@@ -1,0 +1,93 @@
+"""``Conv2DTranspose``: the transposed ("de-") convolution, computed as the input gradient of the
+convolution that would map its output back to its input (``conv2d_input_grad``), so it shares
+that op's kernels on every backend and differentiates to any order.
+
+Keras's kernel layout is (kh, kw, filters, in_channels): exactly the kernel of that forward
+convolution (from ``filters`` channels to ``in_channels``), so Keras weights load unchanged.
+Output sizes follow Keras (``keras.src.ops.operation_utils.deconv_output_length``); the
+placement of the 'same' padding matches Keras's JAX/TensorFlow backends.
+"""
+from hiapi.graph import ops
+from hiapi.graph.ops import conv_geometry as geo
+from hiapi.layers.conv import _Conv
+from hiapi.layers.input_spec import InputSpec
+
+
+def deconv_length(size, kernel, stride, dilation, padding, output_padding):
+    """Keras's output length of a transposed convolution along one axis."""
+    extent = geo.window_extent(kernel, dilation)
+    if output_padding is None:
+        return size * stride + max(extent - stride, 0) if padding == "valid" \
+            else size * stride
+    pad = extent // 2 if padding == "same" else 0
+    return (size - 1) * stride + extent - 2 * pad + output_padding
+
+
+class Conv2DTranspose(_Conv):
+    """``Conv2DTranspose(16, 3, strides=2, padding="same")`` doubles the rows and columns:
+    input (batch, rows, cols, channels), kernel (kh, kw, filters, channels)."""
+    rank = 2
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 output_padding=None, data_format=None, dilation_rate=(1, 1), activation=None,
+                 use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate,
+                         1, activation, use_bias, kernel_initializer, bias_initializer,
+                         kernel_regularizer, bias_regularizer, kernel_constraint,
+                         bias_constraint, **kwargs)
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(f"Conv2DTranspose {self.name!r}: strides > 1 together with "
+                             f"dilation_rate > 1 is not supported, got strides={self.strides}, "
+                             f"dilation_rate={self.dilation_rate}")
+        self.output_padding = None
+        if output_padding is not None:
+            pads = (output_padding,) * 2 if isinstance(output_padding, int) \
+                else tuple(output_padding)
+            if len(pads) != 2 or not all(isinstance(p, int) and 0 <= p < s
+                                         for p, s in zip(pads, self.strides)):
+                raise ValueError(f"Conv2DTranspose {self.name!r}: output_padding must be an "
+                                 f"int or 2 ints, each >= 0 and smaller than its stride "
+                                 f"{self.strides}, got {output_padding!r}")
+            self.output_padding = pads
+
+    def build(self, input_shape):
+        channel_axis = 1 if self.data_format == "channels_first" else -1
+        channels = input_shape[channel_axis]
+        if channels is None:
+            raise ValueError(f"Conv2DTranspose {self.name!r}: the channel axis of input shape "
+                             f"{input_shape} must be known")
+        self.kernel = self.add_weight(self.kernel_size + (self.filters, channels),
+                                      self.kernel_initializer, "kernel",
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight((self.filters,), self.bias_initializer, "bias",
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
+        self.input_spec = InputSpec(ndim=4, axes={channel_axis: channels})
+        self.built = True
+
+    def _apply(self, x):
+        hw = x.shape[1:3]
+        if None in hw:
+            raise ValueError(f"Conv2DTranspose {self.name!r}: the rows and columns of the input "
+                             f"must be known, got shape {x.shape}")
+        pads = self.output_padding or (None, None)
+        out_hw = tuple(deconv_length(n, k, s, d, self.padding, p) for n, k, s, d, p in
+                       zip(hw, self.kernel_size, self.strides, self.dilation_rate, pads))
+        back = tuple(geo.output_size(n, k, s, d, self.padding) for n, k, s, d in
+                     zip(out_hw, self.kernel_size, self.strides, self.dilation_rate))
+        if back != tuple(hw):
+            raise ValueError(f"Conv2DTranspose {self.name!r}: with kernel_size "
+                             f"{self.kernel_size}, strides {self.strides}, padding "
+                             f"{self.padding!r} and output_padding {self.output_padding}, an "
+                             f"output of size {out_hw} does not convolve back to the input's "
+                             f"{tuple(hw)}; use an odd kernel or output_padding >= 1")
+        return ops.conv2d_input_grad(x, self.kernel.read, out_hw, self.strides, self.padding,
+                                     self.dilation_rate)
+
+    def get_config(self):
+        config = {**super().get_config(), "output_padding": self.output_padding}
+        del config["groups"]
+        return config

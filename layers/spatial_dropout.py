@@ -1,0 +1,54 @@
+"""``SpatialDropout1D/2D/3D``: dropout of whole feature maps (Tompson et al. 2015,
+https://arxiv.org/abs/1411.4280). Neighbouring pixels of a convolutional feature map are
+strongly correlated, so dropping single values barely regularises; dropping a channel for the
+whole sample does. Training only; the identity at inference; the mask comes from ``Dropout``'s
+seeded counter-based random numbers."""
+from hiapi.layers.dropout import Dropout
+from hiapi.layers.input_spec import InputSpec
+
+
+class _SpatialDropout(Dropout):
+    rank = 1
+
+    def __init__(self, rate, seed=None, data_format=None, **kwargs):
+        super().__init__(rate, seed=seed, **kwargs)
+        if data_format not in (None, "channels_last", "channels_first"):
+            raise ValueError(f"{type(self).__name__} {self.name!r}: data_format must be "
+                             f"channels_last or channels_first, got {data_format!r}")
+        self.data_format = data_format or "channels_last"
+        self.input_spec = InputSpec(ndim=self.rank + 2)
+
+    def call(self, inputs, training=None):
+        ones = (1,) * self.rank
+        # one value per (sample, channel), shared over the spatial axes
+        self.noise_shape = (None, None) + ones if self.data_format == "channels_first" \
+            else (None,) + ones + (None,)
+        return super().call(inputs, training)
+
+    def get_config(self):
+        config = {**super().get_config(), "data_format": self.data_format}
+        del config["noise_shape"]
+        return config
+
+
+class SpatialDropout1D(_SpatialDropout):
+    """Drops whole channels of (batch, steps, channels) inputs."""
+    rank = 1
+
+    def __init__(self, rate, seed=None, **kwargs):
+        super().__init__(rate, seed=seed, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        del config["data_format"]
+        return config
+
+
+class SpatialDropout2D(_SpatialDropout):
+    """Drops whole channels of (batch, rows, cols, channels) inputs (or channels_first)."""
+    rank = 2
+
+
+class SpatialDropout3D(_SpatialDropout):
+    """Drops whole channels of (batch, d1, d2, d3, channels) inputs (or channels_first)."""
+    rank = 3
