@@ -43,10 +43,14 @@ class ProgbarLogger(Callback):
         super().__init__()
         self.verbose = verbose
         self._bar = None
+        self._first_step = None
+
+    def on_train_begin(self, logs=None):
+        self._first_step = None     # fit's first step compiles (numba: up to tens of seconds)
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._start = time.perf_counter()
-        self._seen = 0
+        self._start = self._timed_from = time.perf_counter()
+        self._seen = self._skipped = 0
         if self.verbose == 1:
             print(f"Epoch {epoch + 1}/{self.params['epochs']}", file=sys.stdout, flush=True)
             if is_interactive(sys.stdout):
@@ -54,10 +58,14 @@ class ProgbarLogger(Callback):
                                  dynamic_ncols=True, leave=True, mininterval=0.2,
                                  bar_format="{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining}"
                                             "{postfix}")
+                if self._first_step is None:
+                    self._bar.set_postfix_str("compiling the train step", refresh=True)
 
     def on_train_batch_end(self, batch, logs=None):
         self._seen = batch + 1
-        if self._bar is not None:
+        if self._first_step is None:
+            self._leave_out_first_step()
+        elif self._bar is not None:
             self._bar.update(1)
             if logs and (self._bar.n == self._bar.total or batch % 10 == 0):
                 self._bar.set_postfix_str(self._step_time() + _suffix(logs), refresh=False)
@@ -77,9 +85,23 @@ class ProgbarLogger(Callback):
             print(f"Epoch {epoch + 1}/{self.params['epochs']} - {self._seen} steps - "
                   f"{elapsed:.1f}s - {self._step_time()}{suffix}", file=sys.stdout, flush=True)
 
+    def _leave_out_first_step(self):
+        """The first step of a fit compiles; timing it with the others gave "29470ms/step" and
+        a 3-hour ETA on a cold numba cache. Per-step time and ETA start after it; the epoch's
+        elapsed time still includes it."""
+        self._timed_from = time.perf_counter()
+        self._first_step, self._skipped = self._timed_from - self._start, self._seen
+        if self._bar is not None:
+            self._bar.reset()               # rate and ETA from here on
+            self._bar.n = self._bar.last_print_n = self._bar.initial = self._seen
+            self._bar.set_postfix_str(f"first step {self._first_step:.1f}s (compiling)")
+
     def _step_time(self):
-        """Keras's "3ms/step" (tqdm's own rate rounds milliseconds to 0.00s/step)."""
-        return format_step_time((time.perf_counter() - self._start) / max(self._seen, 1))
+        """Keras's "3ms/step" (tqdm's own rate rounds milliseconds to 0.00s/step), leaving out
+        the first step of the fit when later steps exist."""
+        steps = self._seen - self._skipped
+        start = self._timed_from if steps else self._start
+        return format_step_time((time.perf_counter() - start) / max(steps or self._seen, 1))
 
     def on_train_end(self, logs=None):
         if self._bar is not None:
