@@ -26,14 +26,7 @@ def _trace(model, inputs, training):
 
 
 def _targets(compiled, outputs, ys, weighted):
-    targets, weights = [], []
-    for i, (loss, out, y) in enumerate(zip(compiled.losses, outputs, ys)):
-        shape = (None,) + y.shape[1:]
-        loss.check_labels(shape, out.shape)
-        targets.append(placeholder(shape, loss.label_dtype or out.dtype, name=f"target_{i}"))
-        weights.append(placeholder((None,), "float32", name=f"sample_weight_{i}")
-                       if weighted else None)
-    return targets, weights
+    return compiled.placeholders(outputs, ys, weighted)
 
 
 def _loss_graph(model, xs, ys, weighted, training):
