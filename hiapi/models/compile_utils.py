@@ -1,15 +1,16 @@
 """What ``compile`` asked for, resolved per model output: losses, loss weights and metrics, and
-the host-side trackers that turn each step's statistics into the logged values.
+the host-side trackers that turn each step's outputs into the logged values.
 
 Keras's forms are accepted: one loss for every output, or a list or a dict keyed by output
-name; metrics as a list (applied to every output), a list of lists, or a dict. With several
-outputs the logs hold ``loss``, ``<output>_loss`` and ``<output>_<metric>``.
+name (``None`` for an output: no loss for it); metrics as a list (applied to every output), a
+list of lists, or a dict. With several outputs the logs hold ``loss``, ``<output>_loss`` and
+``<output>_<metric>``. Labels are given for every output, or only for those with a loss.
 """
 import numpy as np
 
 from hiapi import losses as losses_module
 from hiapi import metrics as metrics_module
-from hiapi.graph import ops
+from hiapi.graph import ops, placeholder
 from hiapi.layers import masks
 
 
@@ -23,11 +24,17 @@ def _per_output(value, names, what, default):
                              f"outputs are {names}")
         return [value.get(name, default) for name in names]
     if isinstance(value, (list, tuple)) and len(names) > 1 and (
-            what != "metrics" or all(isinstance(v, (list, tuple)) for v in value)):
+            what != "metrics" or all(isinstance(v, (list, tuple)) or v is None for v in value)):
         if len(value) != len(names):
             raise ValueError(f"compile: got {len(value)} {what} for {len(names)} outputs")
         return list(value)
     return [value] * len(names)
+
+
+def _as_list(metrics):
+    if metrics is None:
+        return []
+    return list(metrics) if isinstance(metrics, (list, tuple)) else [metrics]
 
 
 class CompiledTargets:
@@ -35,50 +42,103 @@ class CompiledTargets:
         self.names = list(output_names)
         self.losses = [losses_module.get(l) if l is not None else None
                        for l in _per_output(loss, self.names, "losses", None)]
-        if any(l is None for l in self.losses):
-            missing = [n for n, l in zip(self.names, self.losses) if l is None]
-            raise ValueError(f"compile: no loss given for output(s) {missing}")
+        if all(l is None for l in self.losses):
+            raise ValueError(f"compile: no loss given for any of the outputs {self.names}")
         self.loss_weights = [float(w) for w in
                              _per_output(loss_weights, self.names, "loss_weights", 1.0)]
-        self.metric_ids = [list(m or []) for m in _per_output(metrics, self.names, "metrics", [])]
+        self.metric_ids = [_as_list(m) for m in _per_output(metrics, self.names, "metrics", [])]
+        self.labelled = None         # the outputs the labels belong to, in order
         self.metrics = None          # [(output index, Metric)], resolved against shapes
+        self._loss_trackers = None
 
+    # ---- labels ------------------------------------------------------------------------------
     def prepare_labels(self, ys):
-        if len(ys) != len(self.losses):
-            raise ValueError(f"the model has {len(self.losses)} outputs ({self.names}), got "
-                             f"{len(ys)} target arrays")
-        return [loss.prepare_labels(y) for loss, y in zip(self.losses, ys)]
+        """Labels converted for their losses. Keras takes labels for every output or, when
+        some outputs have no loss, for just the outputs that have one."""
+        with_loss = [i for i, loss in enumerate(self.losses) if loss is not None]
+        if len(ys) == len(self.names):
+            labelled = list(range(len(self.names)))
+        elif len(ys) == len(with_loss):
+            labelled = with_loss
+        else:
+            expected = f"{len(self.names)}" if len(with_loss) == len(self.names) else \
+                f"{len(self.names)} (one per output) or {len(with_loss)} (one per output " \
+                f"with a loss: {[self.names[i] for i in with_loss]})"
+            raise ValueError(f"the model has {len(self.names)} outputs ({self.names}), got "
+                             f"{len(ys)} target arrays; expected {expected}")
+        if self.labelled is not None and labelled != self.labelled:
+            raise ValueError(f"labels were given before for outputs "
+                             f"{[self.names[i] for i in self.labelled]}, now for "
+                             f"{[self.names[i] for i in labelled]}")
+        self.labelled = labelled
+        return [self.losses[i].prepare_labels(y) if self.losses[i] is not None else
+                np.asarray(y) for i, y in zip(labelled, ys)]
+
+    def placeholders(self, outputs, ys, weighted):
+        """Graph inputs for the labels (and sample weights) of one step; each loss checks
+        that its labels fit its output."""
+        targets, weights = [], []
+        for j, (i, y) in enumerate(zip(self.labelled, ys)):
+            shape, loss = (None,) + tuple(y.shape[1:]), self.losses[i]
+            if loss is not None:
+                loss.check_labels(shape, outputs[i].shape)
+            dtype = loss.label_dtype if loss is not None and loss.label_dtype else \
+                outputs[i].dtype
+            targets.append(placeholder(shape, dtype, name=f"target_{j}"))
+            weights.append(placeholder((None,), "float32", name=f"sample_weight_{j}")
+                           if weighted else None)
+        return targets, weights
+
+    # ---- the step's graph outputs ------------------------------------------------------------
+    def _resolve_metrics(self, targets, outputs):
+        labels = dict(zip(self.labelled, targets))
+        resolved = []
+        for i, ids in enumerate(self.metric_ids):
+            if ids and i not in labels:
+                raise ValueError(f"compile: metrics {ids} are given for output "
+                                 f"{self.names[i]!r}, but no labels are given for it")
+            for identifier in ids:
+                metric = metrics_module.get(identifier, labels[i].shape, outputs[i].shape)
+                if len(self.names) > 1:   # a copy named for its output; the user's stays
+                    if isinstance(identifier, metrics_module.Metric):
+                        metric = metrics_module.clone(metric)
+                    metric.name = f"{self.names[i]}_{metric.name}"
+                resolved.append((i, metric))
+        return resolved
 
     def build(self, targets, outputs, weights, extra_losses):
         """Graph outputs of a step: total loss, per-output losses (several outputs only), then
-        each metric's statistics."""
+        what each metric needs (its statistics, or labels and predictions)."""
         if self.metrics is None:
-            self.metrics = [(i, metrics_module.get(m, targets[i].shape, outputs[i].shape))
-                            for i, ids in enumerate(self.metric_ids) for m in ids]
-            if len(self.names) > 1:
-                for i, metric in self.metrics:
-                    metric.name = f"{self.names[i]}_{metric.name}"
-        # a masked sequence output (Embedding(mask_zero=True), Masking) weighs out its padding
-        per_output = [loss(y, out, masks.mask_loss_weights(out, w, loss.reduction))
-                      for loss, y, out, w in zip(self.losses, targets, outputs, weights)]
-        total = None
-        for term, weight in zip(per_output, self.loss_weights):
-            term = term if weight == 1.0 else weight * term
-            total = term if total is None else total + term
+            self.metrics = self._resolve_metrics(targets, outputs)
+        per_output, total = [], None
+        for y, w, i in zip(targets, weights, self.labelled):
+            loss, out = self.losses[i], outputs[i]
+            if loss is None:
+                continue
+            # a masked sequence output (Embedding(mask_zero=True), Masking) weighs out padding
+            term = loss(y, out, masks.mask_loss_weights(out, w, loss.reduction))
+            per_output.append(term)
+            weighted = term if self.loss_weights[i] == 1.0 else self.loss_weights[i] * term
+            total = weighted if total is None else total + weighted
         for term in extra_losses:            # regularization
             total = total + ops.cast(term, total.dtype)
-        statistics = [s for i, metric in self.metrics
-                      for s in metric.statistics(targets[i], outputs[i])]
-        return [total] + (per_output if len(per_output) > 1 else []) + statistics
+        labels = dict(zip(self.labelled, targets))
+        metric_outputs = [metric.step_outputs(labels[i], outputs[i])
+                          for i, metric in self.metrics]
+        self._metric_sizes = [len(values) for values in metric_outputs]
+        return [total] + (per_output if len(self.names) > 1 else []) + \
+            [value for values in metric_outputs for value in values]
 
     @property
     def log_names(self):
-        losses = [f"{name}_loss" for name in self.names] if len(self.names) > 1 else []
+        losses = [f"{self.names[i]}_loss" for i in self.labelled or []
+                  if self.losses[i] is not None] if len(self.names) > 1 else []
         return ["loss"] + losses + [metric.name for _, metric in self.metrics or []]
 
     # ---- host side: running values over an epoch --------------------------------------------
     def reset(self):
-        n_losses = 1 + (len(self.names) if len(self.names) > 1 else 0)
+        n_losses = len(self.log_names) - len(self.metrics or [])
         self._loss_trackers = [metrics_module.Mean() for _ in range(n_losses)]
         for _, metric in self.metrics or []:
             metric.reset_state()
@@ -87,42 +147,49 @@ class CompiledTargets:
         """Add one step's outputs; returns the step's total loss."""
         position = 0
         for tracker in self._loss_trackers:
-            tracker.update_state(float(results[position]) * batch_size, batch_size)
+            tracker.update_state(float(results[position]), sample_weight=batch_size)
             position += 1
-        for _, metric in self.metrics:
-            metric.update_state(*results[position:position + metric.n_statistics])
-            position += metric.n_statistics
+        for (_, metric), size in zip(self.metrics, self._metric_sizes):
+            metric.merge_step_outputs(results[position:position + size])
+            position += size
         return float(results[0])
 
-    def totals_vector(self):
-        """Every running total as one float64 vector (to sum over workers)."""
-        parts = [t.totals for t in self._loss_trackers] + [m.totals for _, m in self.metrics]
-        return np.concatenate([np.ravel(v) for totals in parts for v in totals]).astype(
-            np.float64)
+    def _state_variables(self):
+        if self._loss_trackers is None:          # nothing recorded since compile
+            return []
+        return [v for tracker in self._loss_trackers + [m for _, m in self.metrics]
+                for v in tracker.variables]
 
-    def load_totals(self, vector):
+    def totals_vector(self):
+        """Every metric variable as one float64 vector (to sum over workers, or to save)."""
+        return np.concatenate([np.ravel(v.numpy()).astype(np.float64)
+                               for v in self._state_variables()] or [np.zeros(0)])
+
+    def totals_layout(self):
+        """The shape of every metric variable, in ``totals_vector`` order (None before the
+        first epoch)."""
+        if self._loss_trackers is None:
+            return None
+        return [list(v.shape) for v in self._state_variables()]
+
+    def load_totals(self, vector, layout=None):
+        variables = self._state_variables()
+        if layout is not None and [list(s) for s in layout] != self.totals_layout():
+            raise ValueError(f"the saved metric totals have shapes {layout}, this model's "
+                             f"metrics have {self.totals_layout()}")
         position = 0
-        for tracker in self._loss_trackers + [m for _, m in self.metrics]:
-            loaded = []
-            for value in tracker.totals:
-                size = np.size(value)
-                loaded.append(vector[position:position + size].reshape(np.shape(value)))
-                position += size
-            tracker.totals = loaded
+        for variable in variables:
+            size = int(np.prod(variable.shape))
+            variable.assign(np.asarray(vector[position:position + size]).reshape(variable.shape))
+            position += size
 
     def logs(self):
         values = [t.result() for t in self._loss_trackers] + \
-            [metric.result() for _, metric in self.metrics]
+            [_loggable(metric.result()) for _, metric in self.metrics]
         return dict(zip(self.log_names, values))
 
 
-def class_weights_to_sample_weights(class_weight, y):
-    """Per-sample weights from ``{class: weight}`` for integer or one-hot labels."""
-    labels = np.asarray(y)
-    if labels.ndim > 1 and labels.shape[-1] > 1:
-        labels = labels.argmax(axis=-1)
-    labels = labels.reshape(len(labels), -1)[:, 0].astype(np.int64)
-    weights = np.ones(len(labels), np.float32)
-    for cls, weight in class_weight.items():
-        weights[labels == int(cls)] = weight
-    return weights
+def _loggable(value):
+    """A metric's result as a float (or a list of floats for several thresholds)."""
+    array = np.asarray(value, dtype=np.float64)
+    return float(array) if array.ndim == 0 else array.tolist()

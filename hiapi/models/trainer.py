@@ -56,7 +56,8 @@ class Trainer:
         from hiapi import losses
         for item in (loss.values() if isinstance(loss, dict) else
                      loss if isinstance(loss, (list, tuple)) else [loss]):
-            losses.get(item)                 # fail now on an unknown name
+            if item is not None:             # None: that output has no loss (Keras)
+                losses.get(item)             # fail now on an unknown name
         from hiapi.distribute.scope import current_strategy
         self._strategy = current_strategy()
         self._compile_args = (loss, loss_weights, metrics)

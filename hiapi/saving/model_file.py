@@ -9,9 +9,9 @@ layer so a mismatch can be named.
 """
 import numpy as np
 
-from hiapi import losses as losses_module
 from hiapi import optimizers as optimizers_module
 from hiapi.saving.archive import read_archive, write_archive
+from hiapi.saving.objects import deserialize_object, serialize_object
 from hiapi.saving.architecture import (deserialize_layer, serialize_layer, shapes_text,
                                        weight_manifest)
 
@@ -47,8 +47,10 @@ def load_model(filepath, custom_objects=None, compile=True):
         config = manifest["compile"]
         optimizer = optimizers_module.deserialize(manifest["optimizer"]) \
             if manifest["optimizer"] else "sgd"
-        model.compile(optimizer=optimizer, loss=_deserialize_loss(config["loss"]),
-                      loss_weights=config["loss_weights"], metrics=config["metrics"])
+        model.compile(optimizer=optimizer,
+                      loss=deserialize_object(config["loss"], custom_objects, "loss"),
+                      loss_weights=config["loss_weights"],
+                      metrics=deserialize_object(config["metrics"], custom_objects, "metric"))
         if manifest["optimizer"]:
             if manifest["optimizer"]["built"]:
                 optimizer.build(model.trainable_weights)
@@ -77,26 +79,12 @@ def _assign(variables, values, filepath):
 
 
 def _compile_config(model):
+    """Losses and metrics as compiled (names, functions, objects; per output), via
+    ``hiapi.saving.objects``."""
     if not getattr(model, "compiled", False):
         return None
-    loss = model._loss_ids
-    serial = lambda l: l if isinstance(l, str) else \
-        {"class_name": type(l).__name__, "config": l.get_config()}
-    metrics = []
-    for metric in model._metric_ids:
-        if not isinstance(metric, str):
-            raise ValueError(f"cannot save metric {metric!r}: give metrics by name to save them")
-        metrics.append(metric)
-    return {"loss": [serial(l) for l in loss] if isinstance(loss, (list, tuple)) else
-            serial(loss), "loss_weights": model._loss_weight_ids, "metrics": metrics}
-
-
-def _deserialize_loss(config):
-    if isinstance(config, list):
-        return [_deserialize_loss(c) for c in config]
-    if isinstance(config, str):
-        return config
-    return getattr(losses_module, config["class_name"])(**config["config"])
+    return {"loss": serialize_object(model._loss_ids), "loss_weights": model._loss_weight_ids,
+            "metrics": serialize_object(model._metric_ids)}
 
 
 def save_weights(model, filepath):

@@ -1,0 +1,145 @@
+"""Loss classes with Keras 3's names, arguments and defaults, each wrapping its function in
+``functions.py``::
+
+    model.compile(loss=hiapi.losses.Huber(delta=0.5), optimizer="adam")
+"""
+import numpy as np
+
+from hiapi.losses import functions
+from hiapi.losses.loss import LossFunctionWrapper
+from hiapi.losses.shapes import shape_text
+
+SUM_OVER_BATCH = "sum_over_batch_size"
+
+
+class _Builtin(LossFunctionWrapper):
+    """A built-in loss: its labels must fit its predictions (checked when compiled)."""
+    same_shape = True
+    function = None
+
+    def __init__(self, reduction=SUM_OVER_BATCH, name=None, dtype=None, **kwargs):
+        super().__init__(type(self).function, reduction=reduction, name=name, dtype=dtype,
+                         **kwargs)
+
+
+def _simple(class_name, fn, default_name, doc):
+    """A loss class whose only arguments are Keras's ``reduction, name, dtype``."""
+    def __init__(self, reduction=SUM_OVER_BATCH, name=default_name, dtype=None):
+        _Builtin.__init__(self, reduction=reduction, name=name, dtype=dtype)
+    return type(class_name, (_Builtin,), {"__init__": __init__, "function": staticmethod(fn),
+                                          "__doc__": doc, "__module__": __name__})
+
+
+MeanSquaredError = _simple("MeanSquaredError", functions.mean_squared_error,
+                           "mean_squared_error", "Mean of squared errors over the last axis.")
+MeanAbsoluteError = _simple("MeanAbsoluteError", functions.mean_absolute_error,
+                            "mean_absolute_error", "Mean of absolute errors over the last axis.")
+MeanAbsolutePercentageError = _simple(
+    "MeanAbsolutePercentageError", functions.mean_absolute_percentage_error,
+    "mean_absolute_percentage_error", "100 * mean(|y_true - y_pred| / |y_true|).")
+MeanSquaredLogarithmicError = _simple(
+    "MeanSquaredLogarithmicError", functions.mean_squared_logarithmic_error,
+    "mean_squared_logarithmic_error", "Mean of squared differences of log(1 + y).")
+LogCosh = _simple("LogCosh", functions.log_cosh, "log_cosh",
+                  "Mean of log(cosh(error)): squared near 0, absolute far away.")
+Hinge = _simple("Hinge", functions.hinge, "hinge", "mean(max(1 - y_true * y_pred, 0)).")
+SquaredHinge = _simple("SquaredHinge", functions.squared_hinge, "squared_hinge",
+                       "mean(max(1 - y_true * y_pred, 0)^2).")
+CategoricalHinge = _simple("CategoricalHinge", functions.categorical_hinge,
+                           "categorical_hinge", "Hinge loss between one-hot labels and scores.")
+KLDivergence = _simple("KLDivergence", functions.kl_divergence, "kl_divergence",
+                       "sum(y_true * log(y_true / y_pred)) over the last axis.")
+Poisson = _simple("Poisson", functions.poisson, "poisson",
+                  "mean(y_pred - y_true * log(y_pred)).")
+
+
+class Huber(_Builtin):
+    """Quadratic within ``delta`` of the target, linear outside (Huber 1964)."""
+    function = staticmethod(functions.huber)
+
+    def __init__(self, delta=1.0, reduction=SUM_OVER_BATCH, name="huber_loss", dtype=None):
+        super().__init__(reduction=reduction, name=name, dtype=dtype, delta=float(delta))
+        self.delta = float(delta)
+
+
+class CosineSimilarity(_Builtin):
+    """Negative cosine similarity along ``axis`` (minimising it aligns the vectors)."""
+    function = staticmethod(functions.cosine_similarity)
+
+    def __init__(self, axis=-1, reduction=SUM_OVER_BATCH, name="cosine_similarity", dtype=None):
+        super().__init__(reduction=reduction, name=name, dtype=dtype, axis=int(axis))
+
+
+class _Probabilistic(_Builtin):
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction=SUM_OVER_BATCH,
+                 name=None, dtype=None):
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"{type(self).__name__}: label_smoothing must be in [0, 1], got "
+                             f"{label_smoothing!r}")
+        super().__init__(reduction=reduction, name=name, dtype=dtype,
+                         from_logits=bool(from_logits), label_smoothing=float(label_smoothing),
+                         axis=int(axis))
+        self.from_logits, self.label_smoothing = bool(from_logits), float(label_smoothing)
+
+
+class BinaryCrossentropy(_Probabilistic):
+    """Binary cross-entropy per element, averaged over the last axis (as in Keras)."""
+    function = staticmethod(functions.binary_crossentropy)
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction=SUM_OVER_BATCH, name="binary_crossentropy", dtype=None):
+        super().__init__(from_logits, label_smoothing, axis, reduction, name, dtype)
+
+
+class CategoricalCrossentropy(_Probabilistic):
+    """Cross-entropy against one-hot (or soft) labels shaped like the predictions."""
+    function = staticmethod(functions.categorical_crossentropy)
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction=SUM_OVER_BATCH, name="categorical_crossentropy", dtype=None):
+        super().__init__(from_logits, label_smoothing, axis, reduction, name, dtype)
+
+    def check_labels(self, y_true_shape, y_pred_shape):
+        if len(y_true_shape) == len(y_pred_shape) - 1 or (
+                len(y_true_shape) == len(y_pred_shape) and y_true_shape[-1] == 1 != y_pred_shape[-1]):
+            raise ValueError(
+                f"{self.name}: labels of shape {shape_text(y_true_shape)} must have the shape of "
+                f"the predictions {shape_text(y_pred_shape)}: these look like integer class "
+                f"labels (use sparse_categorical_crossentropy, or hiapi.utils.to_categorical)")
+        super().check_labels(y_true_shape, y_pred_shape)
+
+
+class SparseCategoricalCrossentropy(_Builtin):
+    """Cross-entropy against integer class labels of shape (batch,) or (batch, 1); labels equal
+    to ``ignore_class`` contribute 0."""
+    label_dtype = np.dtype(np.int64)
+    function = staticmethod(functions.sparse_categorical_crossentropy)
+
+    def __init__(self, from_logits=False, ignore_class=None, reduction=SUM_OVER_BATCH,
+                 name="sparse_categorical_crossentropy", dtype=None):
+        super().__init__(reduction=reduction, name=name, dtype=dtype,
+                         from_logits=bool(from_logits), ignore_class=ignore_class)
+        self.from_logits = bool(from_logits)
+
+    def call(self, y_true, y_pred):      # ranks differ by design: no alignment
+        return self.fn(y_true, y_pred, **self._fn_kwargs)
+
+    def check_labels(self, y_true_shape, y_pred_shape):
+        if not (len(y_true_shape) == len(y_pred_shape) - 1 or (
+                len(y_true_shape) == len(y_pred_shape) and y_true_shape[-1] == 1)):
+            raise ValueError(
+                f"{self.name}: labels of shape {shape_text(y_true_shape)} do not fit predictions "
+                f"of shape {shape_text(y_pred_shape)}: expected integer class labels of shape "
+                f"{shape_text(y_pred_shape[:-1])} (for one-hot labels use "
+                f"categorical_crossentropy)")
+
+    def prepare_labels(self, y):
+        y = np.asarray(y)
+        if y.ndim >= 2 and y.shape[-1] == 1:
+            y = y[..., 0]
+        if y.dtype.kind == "f" and y.size and not np.all(np.mod(y, 1) == 0):
+            raise ValueError(f"{self.name}: labels must be integer class indices, got "
+                             f"non-integer values such as {y[np.mod(y, 1) != 0].flat[0]}")
+        if y.dtype.kind not in "iuf":
+            raise TypeError(f"{self.name}: labels must be integers, got dtype {y.dtype}")
+        return y.astype(np.int64, copy=False)

@@ -1,0 +1,194 @@
+"""``Metric``: Keras's contract for metrics, for built-in and custom metrics alike.
+
+A metric owns state variables (``add_variable``), accumulates batches in
+``update_state(y_true, y_pred, sample_weight=None)``, reports ``result()`` and starts over with
+``reset_state()``. A custom metric follows Keras's guide, written with ``hiapi.ops`` or numpy;
+in ``fit``/``evaluate`` its ``update_state`` gets each batch's labels and predictions as
+arrays::
+
+    class CategoricalTruePositives(hiapi.metrics.Metric):
+        def __init__(self, name="categorical_true_positives", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.true_positives = self.add_variable(shape=(), initializer="zeros", name="ctp")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            hits = np.argmax(y_pred, axis=-1) == np.reshape(y_true, -1)
+            self.true_positives.assign_add(np.sum(hits))
+
+        def result(self):
+            return self.true_positives
+
+Built-in metrics do their per-batch arithmetic inside the compiled step instead: they return a
+few additive statistics as graph outputs (``statistics``) that ``merge_statistics`` adds into
+the variables, so evaluating them costs no extra pass over the batch on the host.
+"""
+import numpy as np
+
+from hiapi.utils.eager import EagerCache
+
+AGGREGATIONS = ("sum",)
+
+
+class MetricVariable:
+    """A metric's state: a host numpy array with Keras's variable methods (``assign``,
+    ``assign_add``, ``assign_sub``, ``numpy()``, ``value``) that also works in arithmetic."""
+
+    def __init__(self, shape, initializer, dtype, aggregation, name):
+        from hiapi import initializers
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(
+                f"metric variable {name!r}: aggregation must be 'sum' (hiapi sums metric "
+                f"variables over distributed workers), got {aggregation!r}")
+        self.name, self.aggregation, self.dtype = name, aggregation, np.dtype(dtype)
+        shape = tuple(shape)
+        self._initial = np.array(initializers.get(initializer)(shape, self.dtype),
+                                 dtype=self.dtype).reshape(shape)
+        self._value = self._initial.copy()
+
+    @property
+    def shape(self):
+        return self._value.shape
+
+    @property
+    def value(self):
+        return self._value
+
+    def numpy(self):
+        return self._value.copy()
+
+    def assign(self, value):
+        value = np.asarray(value)
+        if value.shape != self.shape and value.size != self._value.size:
+            raise ValueError(f"metric variable {self.name!r} has shape {self.shape}, cannot "
+                             f"assign a value of shape {value.shape}")
+        self._value[...] = value.reshape(self.shape).astype(self.dtype, copy=False)
+        return self
+
+    def assign_add(self, value):
+        return self.assign(self._value + np.asarray(value))
+
+    def assign_sub(self, value):
+        return self.assign(self._value - np.asarray(value))
+
+    def reset(self):
+        self._value[...] = self._initial
+
+    def __array__(self, dtype=None, copy=None):
+        return self._value.astype(dtype) if dtype is not None else self._value.copy()
+
+    def __float__(self):
+        return float(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __repr__(self):
+        return f"<MetricVariable {self.name!r} shape={self.shape} value={self._value!r}>"
+
+
+def _arithmetic(name):
+    method = getattr(np.ndarray, name)
+    return lambda self, other: method(self._value, np.asarray(other))
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__lt__", "__le__",
+              "__gt__", "__ge__", "__eq__", "__ne__"):
+    setattr(MetricVariable, _name, _arithmetic(_name))
+MetricVariable.__neg__ = lambda self: -self._value
+MetricVariable.__hash__ = object.__hash__
+
+
+def graph_update(update_state):
+    """Mark a built-in ``update_state`` that is equivalent to ``statistics`` followed by
+    ``merge_statistics``: the compiled step then computes the statistics in the graph. A
+    subclass that overrides ``update_state`` gets it called on the host instead."""
+    update_state.uses_statistics = True
+    return update_state
+
+
+class Metric:
+    def __init__(self, dtype=None, name=None):
+        self.name = name or _snake(type(self).__name__)
+        self.dtype = np.dtype(dtype or "float32").name
+        self._variables = []
+        self._eager = EagerCache()
+
+    # ---- Keras's API -------------------------------------------------------------------------
+    def add_variable(self, shape=(), initializer="zeros", dtype=None, aggregation="sum",
+                     name=None):
+        variable = MetricVariable(shape, initializer, dtype or self.dtype, aggregation,
+                                  name or f"variable_{len(self._variables)}")
+        self._variables.append(variable)
+        return variable
+
+    def add_weight(self, shape=(), initializer="zeros", dtype=None, name=None,
+                   aggregation="sum"):
+        """Keras's older name for ``add_variable``."""
+        return self.add_variable(shape, initializer, dtype, aggregation, name)
+
+    @property
+    def variables(self):
+        return list(self._variables)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        raise NotImplementedError(f"{type(self).__name__} must define update_state(y_true, "
+                                  f"y_pred, sample_weight=None)")
+
+    def result(self):
+        raise NotImplementedError(f"{type(self).__name__} must define result()")
+
+    def reset_state(self):
+        for variable in self._variables:
+            variable.reset()
+
+    def __call__(self, *args, **kwargs):
+        """Update with one batch and return the result so far, as Keras's ``metric(...)``."""
+        self.update_state(*args, **kwargs)
+        return self.result()
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name!r}>"
+
+    # ---- how a compiled step feeds it --------------------------------------------------------
+    @property
+    def uses_statistics(self):
+        return getattr(type(self).update_state, "uses_statistics", False)
+
+    def step_outputs(self, y_true, y_pred):
+        """Graph outputs this metric needs from each step: its statistics, or the labels and
+        predictions themselves for an ``update_state`` that runs on the host."""
+        return self.statistics(y_true, y_pred) if self.uses_statistics else [y_true, y_pred]
+
+    def merge_step_outputs(self, values):
+        if self.uses_statistics:
+            self.merge_statistics(values)
+        else:
+            self.update_state(*values)
+
+    def statistics(self, y_true, y_pred, sample_weight=None):
+        """Additive per-batch statistics as Vars (built-in metrics)."""
+        raise NotImplementedError
+
+    def merge_statistics(self, values):
+        raise NotImplementedError
+
+    def _update_from_statistics(self, y_true, y_pred, sample_weight):
+        """``update_state`` on arrays: the statistics graph, compiled once per shape."""
+        from hiapi.utils.eager import is_symbolic
+        if is_symbolic(y_true, y_pred, sample_weight):
+            raise TypeError(f"{self.name}: update_state takes arrays; inside a compiled model "
+                            f"pass the metric to compile(metrics=[...])")
+        self.merge_statistics(self._eager.run(self.statistics, [y_true, y_pred, sample_weight]))
+
+
+def _snake(name):
+    from hiapi.utils.naming import snake_case
+    return snake_case(name)

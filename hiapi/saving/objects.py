@@ -1,0 +1,119 @@
+"""Saving what ``compile`` was given: losses and metrics as names, objects or functions, alone
+or per output (lists, lists of lists, dicts), the way Keras serializes them.
+
+An object is stored as ``{"module", "class_name", "config"}`` (its ``get_config()``) and made
+again with ``from_config``; a function by its name. Classes and functions of your own load
+when registered with ``@hiapi.saving.register_keras_serializable`` or passed to
+``load_model(..., custom_objects={"name": obj})``, as in Keras.
+"""
+import contextlib
+import inspect
+
+from hiapi.saving.registry import _custom, registered_name
+
+_custom_scope = [{}]
+
+
+@contextlib.contextmanager
+def custom_object_scope(custom_objects):
+    """Names that ``deserialize_object`` resolves first, also for nested objects."""
+    _custom_scope.append({**_custom_scope[-1], **(custom_objects or {})})
+    try:
+        yield
+    finally:
+        _custom_scope.pop()
+
+
+def _kind_of(obj):
+    from hiapi.losses import Loss
+    from hiapi.metrics import Metric
+    return "loss" if isinstance(obj, Loss) else "metric" if isinstance(obj, Metric) else None
+
+
+def serialize_object(obj):
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        return [serialize_object(item) for item in obj]
+    if isinstance(obj, dict):
+        return {key: serialize_object(value) for key, value in obj.items()}
+    kind = _kind_of(obj)
+    if kind is not None:
+        return {"module": kind, "class_name": registered_name(type(obj)),
+                "config": serialize_object(obj.get_config())}
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj) or hasattr(obj, "__name__"):
+        name = registered_name(obj) if hasattr(obj, "__dict__") else obj.__name__
+        if name == "<lambda>":
+            raise ValueError(f"cannot save {obj!r}: a lambda has no name to load it by; define "
+                             f"it with def (and pass it to load_model's custom_objects)")
+        return {"module": "function", "class_name": "function", "config": name}
+    raise ValueError(f"cannot save {obj!r} ({type(obj).__name__}): losses and metrics are "
+                     f"saved as names, functions, or hiapi.losses.Loss / hiapi.metrics.Metric "
+                     f"objects with get_config()")
+
+
+def _is_object(config):
+    return isinstance(config, dict) and {"class_name", "config"} <= set(config) and \
+        set(config) <= {"module", "class_name", "config"}
+
+
+def deserialize_object(config, custom_objects=None, kind=None):
+    """The inverse of ``serialize_object``; ``kind`` ("loss" or "metric") says where to look
+    for a class name when the config does not."""
+    with custom_object_scope(custom_objects):
+        if config is None or isinstance(config, (str, int, float, bool)):
+            return config
+        if isinstance(config, list):
+            return [deserialize_object(item, kind=kind) for item in config]
+        if not _is_object(config):
+            return {key: deserialize_object(value, kind=kind) for key, value in config.items()}
+        if config["class_name"] == "function":
+            return deserialize_function(config["config"])
+        cls = _lookup(config["class_name"], config.get("module", kind))
+        arguments = deserialize_object(config["config"], kind=kind) \
+            if isinstance(config["config"], dict) else config["config"]
+        return cls.from_config(arguments) if hasattr(cls, "from_config") else cls(**arguments)
+
+
+def deserialize_function(config):
+    if callable(config):           # already made by an enclosing deserialize_object
+        return config
+    if not isinstance(config, str):
+        return deserialize_object(config)
+    found = _scoped(config)
+    if found is None:
+        from hiapi import losses, metrics
+        for namespace in (losses.functions, metrics.functions):
+            found = getattr(namespace, config, None)
+            if callable(found):
+                break
+        else:
+            found = None
+    if found is None:
+        raise ValueError(f"Unknown function {config!r} in the saved model: register it with "
+                         f"@hiapi.saving.register_keras_serializable() or pass "
+                         f"custom_objects={{{config!r}: {config.split('>')[-1]}}} to load_model")
+    return found
+
+
+def _scoped(name):
+    for table in (_custom_scope[-1], _custom):
+        if name in table:
+            return table[name]
+    short = name.split(">")[-1]
+    return _custom_scope[-1].get(short)
+
+
+def _lookup(class_name, kind):
+    found = _scoped(class_name)
+    if found is not None:
+        return found
+    from hiapi import losses, metrics
+    for namespace in ((losses,) if kind == "loss" else (metrics,) if kind == "metric"
+                      else (losses, metrics)):
+        cls = getattr(namespace, class_name, None)
+        if isinstance(cls, type):
+            return cls
+    raise ValueError(f"Unknown {kind or 'object'} class {class_name!r} in the saved model: "
+                     f"register it with @hiapi.saving.register_keras_serializable() or pass "
+                     f"custom_objects={{{class_name.split('>')[-1]!r}: cls}} to load_model")
