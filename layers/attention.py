@@ -9,8 +9,8 @@ Weights, in Keras's order and EinsumDense layout: ``query/kernel`` (query_dim, h
     mha = layers.MultiHeadAttention(num_heads=4, key_dim=16)
     out, scores = mha(query, value, return_attention_scores=True, use_causal_mask=True)
 
-``softmax(q k^T / sqrt(key_dim) + adder)`` where ``adder`` is -1e9 at masked positions (as
-Keras: a fully masked row becomes uniform, never NaN); the mask is the ``attention_mask``
+``softmax(q k^T / sqrt(key_dim))`` with the scores at masked positions replaced by -1e9 (as
+Keras adds -1e9: a fully masked row becomes uniform, never NaN); the mask is the ``attention_mask``
 (batch, T, S), the causal mask, and the masks the query/value/key carry
 (``Embedding(mask_zero=True)``), all combined. The output carries the query's mask.
 
@@ -165,8 +165,8 @@ class MultiHeadAttention(Layer):
         v = self._heads(self._project(value, self.value_kernel, self.value_bias), batchlike)
         scores = ops.matmul(q * (1.0 / math.sqrt(self.key_dim)), ops.swapaxes(k, -1, -2))
         keep = self._keep(inputs, attention_mask, batchlike)
-        if keep is not None:       # Keras's masked softmax: add a large negative number
-            scores = scores + (1.0 - keep) * -1e9
+        if keep is not None:       # Keras's masked softmax: a large negative number
+            scores = ops.where(ops.greater(keep, 0.5), scores, -1e9)
         probabilities = ops.softmax(scores, -1)
         dropped = self._dropout_layer(probabilities, training=training) \
             if self.dropout else probabilities
@@ -231,10 +231,10 @@ class MultiHeadAttention(Layer):
                 mask = ops.reshape(mask, (-1,) + tuple(query.shape[a] for a in batchlike) +
                                    (1, steps(query), steps(value)))
             masks.append(mask)
-        carried = [(query, -1), (value, -2), (key, -2)]
+        carried = [(query, -1), (value, -2)] + ([] if key is value else [(key, -2)])
         for x, axis in carried:
             mask = getattr(x, "_keras_mask", None)
-            if mask is None or (x is key and key is value):
+            if mask is None:
                 continue
             if query.ndim != 3:
                 raise ValueError(f"MultiHeadAttention {self.name!r}: masks carried by the "
