@@ -4,8 +4,17 @@
 ``MPICommunicator`` wraps mpi4py (MPI's native algorithms, or our ring allreduce with
 ``algorithm="ring"``); ``LocalCommunicator`` is the one-process stand-in used when the script is
 not started under ``mpiexec`` (or mpi4py is not installed), so the same script runs either way.
+
+With more than one rank, the ``MPICommunicator`` makes the job fail loudly instead of hanging:
+an uncaught exception on any rank aborts the job (``abort.py``), and a collective that waits
+longer than ``HIAPI_COLLECTIVE_TIMEOUT`` seconds aborts it with a report of the ranks that did
+not arrive (``watchdog.py``).
 """
 import numpy as np
+
+from hiapi import config
+from hiapi.distribute.abort import install_abort_on_uncaught_exception
+from hiapi.distribute.watchdog import describe, watchdog_for
 
 
 class Request:
@@ -41,6 +50,9 @@ class Communicator:
     def barrier(self):
         pass
 
+    def set_progress(self, text):
+        """Where training is (``"epoch 2, batch 5"``), for the stall report."""
+
     def allreduce_scalars(self, values):
         """Sum of a few host numbers over ranks (float64)."""
         return self.allreduce(np.asarray(values, dtype=np.float64).copy())
@@ -74,33 +86,65 @@ class MPICommunicator(Communicator):
         if algorithm not in ("native", "ring"):
             raise ValueError(f"algorithm must be 'native' or 'ring', got {algorithm!r}")
         self.algorithm = algorithm
+        if self.size > 1:
+            install_abort_on_uncaught_exception(self.comm)
+        self.watchdog = watchdog_for(self.comm, config.collective_timeout())
+
+    def _run(self, what, array, collective, *args):
+        """Run a blocking collective under the watchdog's eye."""
+        watchdog = self.watchdog
+        if watchdog is None:
+            return collective(*args)
+        number = watchdog.post((what, array))
+        watchdog.block(number, (what, array))
+        try:
+            return collective(*args)
+        finally:
+            watchdog.unblock()
+
+    def set_progress(self, text):
+        if self.watchdog is not None:
+            self.watchdog.progress = text
 
     def allreduce(self, array):
         if self.algorithm == "ring":
             from hiapi.distribute.ring import ring_allreduce
-            return ring_allreduce(self.comm, array)
-        self.comm.Allreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM)
+            self._run("ring allreduce", array, ring_allreduce, self.comm, array)
+            return array
+        self._run("allreduce", array, self.comm.Allreduce, self.MPI.IN_PLACE, array,
+                  self.MPI.SUM)
         return array
 
     def iallreduce(self, array):
         if self.algorithm == "ring":          # the ring is blocking: done when it returns
             return Request(lambda: None, self.allreduce(array))
         request = self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM)
-        return Request(request.Wait, array)
+        watchdog = self.watchdog
+        if watchdog is None:
+            return Request(request.Wait, array)
+        number = watchdog.post(("iallreduce", array))
+
+        def wait():
+            watchdog.block(number, ("wait for iallreduce", array))
+            try:
+                request.Wait()
+            finally:
+                watchdog.unblock()
+        return Request(wait, array)
 
     def allgather(self, array):
         array = np.ascontiguousarray(array)
-        sizes = self.comm.allgather(len(array))
+        sizes = self._run("allgather (sizes)", None, self.comm.allgather, len(array))
         out = np.empty(sum(sizes), array.dtype)
-        self.comm.Allgatherv(array, [out, sizes])
+        self._run("allgather", array, self.comm.Allgatherv, array, [out, sizes])
         return out, sizes
 
     def bcast(self, array, root=0):
-        self.comm.Bcast(array, root=root)
+        self._run(f"bcast from rank {root}", array, self.comm.Bcast, array, root)
         return array
 
     def barrier(self):
-        self.comm.Barrier()
+        self._run("barrier", None, self.comm.Barrier)
 
     def abort(self, code=1):
         self.comm.Abort(code)

@@ -113,6 +113,11 @@ class Strategy:
 
     def step_values(self, local_n, global_n):
         self.stats.steps += 1
+        self._batch = getattr(self, "_batch", 0) + 1
+        epoch = getattr(self, "_epoch", None)
+        self.communicator.set_progress(          # named in a collective-stall report
+            f"train step {self.stats.steps}" if epoch is None else
+            f"epoch {epoch + 1}, batch {self._batch} (train step {self.stats.steps})")
         return [local_n / global_n]
 
     # ---- the graph rewrite -----------------------------------------------------------------
@@ -196,6 +201,7 @@ class Strategy:
         compiled.load_totals(self.communicator.allreduce(vector))
 
     def on_epoch_begin(self, epoch):
+        self._epoch, self._batch = epoch, 0
         self.compressor.on_epoch_begin(epoch)
 
     def guard(self, fn, *args, **kwargs):

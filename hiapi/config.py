@@ -102,6 +102,23 @@ def _positive_threads(name, value):
     return number
 
 
+def collective_timeout() -> float | None:
+    """Seconds a distributed collective may wait for the other ranks before the job is
+    aborted with a report of which ranks did not arrive: ``HIAPI_COLLECTIVE_TIMEOUT``
+    (default 300; ``0`` or ``none`` switches the stall inspector off, giving None)."""
+    value = os.environ.get("HIAPI_COLLECTIVE_TIMEOUT", "300").strip().lower()
+    if value in ("", "none", "off"):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError(f"HIAPI_COLLECTIVE_TIMEOUT must be a number of seconds >= 0 (0 or "
+                         f"'none' to switch the stall inspector off), got {value!r}")
+    return seconds or None
+
+
 # Keras's ``keras.config`` functions (settings made in code, not read from the environment)
 from hiapi.settings import (  # noqa: E402,F401
     backend, disable_traceback_filtering, enable_traceback_filtering,

@@ -17,12 +17,12 @@ def mpiexec_path():
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
-def run_mpi(ranks, worker, *args, timeout=180, check=True):
+def run_mpi(ranks, worker, *args, timeout=180, check=True, env=None):
     launcher = mpiexec_path()
     if launcher is None:
         pytest.skip("no mpiexec: install the dev extra (mpi4py and the mpich wheel)")
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1"}
+           "OPENBLAS_NUM_THREADS": "1", **(env or {})}
     result = subprocess.run([launcher, "-n", str(ranks), sys.executable,
                              str(WORKERS / worker), *map(str, args)],  # worker: name or path
                             capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)

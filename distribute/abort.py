@@ -1,0 +1,31 @@
+"""An uncaught exception on one rank ends the whole MPI job.
+
+Without this, the failing rank prints its traceback and exits while the others wait forever in
+their next collective: the job hangs until someone kills it. ``python -m mpi4py script.py``
+avoids that with an exception hook that calls ``MPI_Abort``; hiapi installs the same hook as
+soon as a communicator spans more than one rank, so a plain ``mpiexec -n 4 python script.py``
+fails fast (non-zero exit, the traceback in the output) wherever the exception happens: inside
+``fit`` (where ``Strategy.guard`` also catches exceptions that user code swallows) or between
+two ``fit`` calls.
+"""
+import sys
+
+
+def install_abort_on_uncaught_exception(comm):
+    """Make an uncaught exception print its traceback, then ``comm.Abort(1)``. Installed once;
+    the hook that was there before (Python's, or a user's) still prints the traceback."""
+    previous = sys.excepthook
+    if getattr(previous, "hiapi_aborts", False):
+        return
+
+    def abort_on_exception(kind, value, traceback):
+        sys.stderr.write(f"[hiapi rank {comm.Get_rank()}/{comm.Get_size()}] uncaught "
+                         f"{kind.__name__}; aborting the MPI job so the other ranks do not "
+                         f"wait forever:\n")
+        previous(kind, value, traceback)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        comm.Abort(1)
+
+    abort_on_exception.hiapi_aborts = True
+    sys.excepthook = abort_on_exception

@@ -1,0 +1,73 @@
+"""Real ``mpiexec -n 4`` jobs where one rank goes wrong: each must end quickly with a non-zero
+exit and a message saying what happened, instead of hanging forever."""
+import time
+
+import pytest
+
+from mpi import run_mpi
+
+STALL = "collective stall"
+
+
+def timed(*args, **kwargs):
+    start = time.monotonic()
+    result = run_mpi(4, "failures.py", *args, check=False, **kwargs)
+    return result, time.monotonic() - start
+
+
+def test_an_exception_between_two_fits_aborts_the_job_with_its_traceback():
+    result, seconds = timed("raise-between-fits", timeout=30)     # hung forever before
+    assert result.returncode != 0
+    assert "[hiapi rank 1/4] uncaught RuntimeError; aborting the MPI job" in result.stderr
+    assert "deliberate failure between fits on rank 1" in result.stderr
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "finished" not in result.stdout
+    assert seconds < 30
+
+
+def test_a_rank_that_sleeps_in_fit_is_named_after_the_timeout():
+    result, seconds = timed("sleep-in-fit", env={"HIAPI_COLLECTIVE_TIMEOUT": "3"}, timeout=50)
+    assert result.returncode != 0
+    assert "rank 2 sleeping" in result.stdout
+    report = result.stderr[result.stderr.index(STALL):]
+    assert "HIAPI_COLLECTIVE_TIMEOUT=3 s" in report
+    assert "iallreduce of 46 float32" in report            # the gradient bucket's collective
+    assert "during epoch 2, batch 3" in report              # the step it stalled at
+    assert "Ranks that did not arrive: [2]." in report
+    assert "rank 2: has not reached it" in report
+    assert 3 < seconds < 40                                 # the rank sleeps for 60 s
+
+
+def test_a_rank_that_sleeps_before_a_plain_allreduce_is_named():
+    result, seconds = timed("sleep-outside-fit", env={"HIAPI_COLLECTIVE_TIMEOUT": "2"},
+                            timeout=50)
+    assert result.returncode != 0
+    report = result.stderr[result.stderr.index(STALL):]
+    assert "allreduce of 1024 float32 (4.0 KB) (collective #" in report
+    assert "Ranks that did not arrive: [1]." in report
+    assert 2 < seconds < 40
+
+
+def test_ranks_calling_different_collectives_are_reported():
+    result, _ = timed("skip-allreduce", env={"HIAPI_COLLECTIVE_TIMEOUT": "2"}, timeout=50)
+    assert result.returncode != 0
+    report = result.stderr[result.stderr.index(STALL):]
+    assert "called a different collective in its place" in report
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "inf"])
+def test_a_bad_timeout_is_refused_with_its_name(monkeypatch, value):
+    from hiapi import config
+    monkeypatch.setenv("HIAPI_COLLECTIVE_TIMEOUT", value)
+    with pytest.raises(ValueError, match="HIAPI_COLLECTIVE_TIMEOUT must be a number"):
+        config.collective_timeout()
+
+
+def test_the_timeout_defaults_to_300_s_and_0_switches_it_off(monkeypatch):
+    from hiapi import config
+    monkeypatch.delenv("HIAPI_COLLECTIVE_TIMEOUT", raising=False)
+    assert config.collective_timeout() == 300
+    monkeypatch.setenv("HIAPI_COLLECTIVE_TIMEOUT", "0")
+    assert config.collective_timeout() is None
+    monkeypatch.setenv("HIAPI_COLLECTIVE_TIMEOUT", "2.5")
+    assert config.collective_timeout() == 2.5
