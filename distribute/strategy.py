@@ -36,6 +36,7 @@ from hiapi.backends import get_backend
 from hiapi.graph import Variable, ops, placeholder
 from hiapi.distribute import compression as compression_module
 from hiapi.distribute.communicator import world
+from hiapi.distribute.data_agreement import agree_batch, agree_counts
 from hiapi.distribute.nccl import for_backend
 from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
                                   register_kernels)
@@ -107,6 +108,13 @@ class Strategy:
             mine = np.array_split(chunk, self.size)[self.rank]
             out.append((mine, len(mine), len(chunk)))
         return out
+
+    def agree(self, what, **counts):
+        """Every rank holds the same data (see ``data_agreement``), or all raise."""
+        agree_counts(self.communicator, what, counts)
+
+    def agree_batch(self, local_n, has_batch, step, what):
+        return agree_batch(self.communicator, local_n, has_batch, step, what)
 
     def step_inputs(self):
         return [self._scale]

@@ -19,6 +19,44 @@ def as_list(data, what):
     return out
 
 
+def by_name(data, names, what, kind):
+    """Keras's dict form: ``{"image": x, "stats": s}`` as a list in the model's ``kind``
+    (input or output) order. Anything else is returned as given."""
+    if not isinstance(data, dict):
+        return data
+    if names is None:
+        raise ValueError(f"{what}: a dict needs a model with named {kind}s (a functional "
+                         f"hiapi.Model); pass the arrays as a list in {kind} order instead")
+    unknown = [key for key in data if key not in names]
+    if unknown:
+        raise ValueError(f"{what}: key(s) {unknown} name no {kind} of the model; its {kind}s "
+                         f"are {names}")
+    missing = [name for name in names if name not in data]
+    if missing:
+        raise ValueError(f"{what}: no data for the model's {kind}(s) {missing}; its {kind}s "
+                         f"are {names}")
+    return [data[name] for name in names]
+
+
+def unpack_batch(item, what, targets=True):
+    """One batch from a generator or PyDataset as (x, y, sample_weight), as Keras reads it: a
+    tuple is (x,), (x, y) or (x, y, sample_weight); anything else is x alone (predict)."""
+    if isinstance(item, tuple):
+        if not 1 <= len(item) <= 3:
+            raise ValueError(f"{what}: a batch must be a tuple (x,), (x, y) or (x, y, "
+                             f"sample_weight), got a tuple of {len(item)} elements")
+        x, y, sample_weight = item + (None,) * (3 - len(item))
+    elif targets:
+        raise ValueError(f"{what}: a batch must be a tuple (x, y) or (x, y, sample_weight), "
+                         f"got {type(item).__name__}")
+    else:
+        x, y, sample_weight = item, None, None
+    if targets and y is None:
+        raise ValueError(f"{what}: a batch has no targets: yield (x, y) or (x, y, "
+                         f"sample_weight) tuples")
+    return x, y, sample_weight
+
+
 def num_samples(xs, ys):
     sizes = {len(a) for a in xs + ys if a.ndim}
     if len(sizes) > 1:
@@ -51,15 +89,6 @@ def split_validation(arrays, fraction):
         tuple([a[split_at:] for a in part] for part in arrays)
 
 
-def unpack_validation_data(validation_data):
-    if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
-        raise ValueError("validation_data must be a tuple (x_val, y_val) or "
-                         "(x_val, y_val, sample_weight)")
-    if len(validation_data) == 3:
-        raise NotImplementedError("validation_data with sample weights is not supported yet")
-    return as_list(validation_data[0], "validation x"), as_list(validation_data[1], "validation y")
-
-
 def batch_indices(n, batch_size, shuffle, rng):
     """Index arrays (or slices) of each batch; a shuffled epoch permutes all samples."""
     if shuffle:
@@ -89,6 +118,42 @@ class BatchGatherer:
             # every index is in range (a permutation): "clip" skips numpy's buffered check
             batch.append(np.take(array, index, axis=0, out=buffer[:n], mode="clip"))
         return batch
+
+
+def check_sample_weights(weights, n):
+    for w in weights:
+        if w.ndim != 1:
+            raise ValueError(f"sample_weight must be one weight per sample (shape (n,)), got "
+                             f"shape {w.shape}")
+        if len(w) != n:
+            raise ValueError(f"sample_weight has {len(w)} entries but x has {n} samples; it "
+                             f"needs one weight per sample (length {n})")
+
+
+def class_weight_to_sample_weights(class_weight, y, num_classes):
+    """Per-sample weights from ``{class: weight}`` for integer or one-hot labels. As in Keras 3
+    a class missing from ``class_weight`` weighs 1.0; a key that is not a class of the output
+    (``0 .. num_classes - 1``; ``num_classes`` None when the output does not say) is an error
+    rather than a weight that silently applies to nothing."""
+    if not isinstance(class_weight, dict):
+        raise TypeError(f"class_weight must be a dict {{class index: weight}}, got "
+                        f"{type(class_weight).__name__}")
+    classes = f"0..{num_classes - 1}" if num_classes else "non-negative integers"
+    for key, weight in class_weight.items():
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or key < 0 or (
+                num_classes and key >= num_classes):
+            raise ValueError(f"class_weight: key {key!r} is not a class of the model's output; "
+                             f"the classes are {classes}")
+        if not np.isfinite(weight):
+            raise ValueError(f"class_weight: the weight of class {key} is {weight}")
+    labels = np.asarray(y)
+    if labels.ndim > 1 and labels.shape[-1] > 1:
+        labels = labels.argmax(axis=-1)
+    labels = np.round(labels.reshape(len(labels), -1)[:, 0]).astype(np.int64)
+    weights = np.ones(len(labels), np.float32)
+    for cls, weight in class_weight.items():
+        weights[labels == int(cls)] = weight
+    return weights
 
 
 def check_batch_size(batch_size):

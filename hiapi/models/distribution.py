@@ -12,6 +12,13 @@ class Local:
         return [(index, _length(index, n), _length(index, n))
                 for index in data.batch_indices(n, batch_size, shuffle, rng)]
 
+    def agree(self, what, **counts):
+        """Under a Strategy: check that every worker holds the same amount of data."""
+
+    def agree_batch(self, local_n, has_batch, step, what):
+        """The batch size summed over workers (None when the data has run out)."""
+        return local_n if has_batch else None
+
     def step_inputs(self):
         return []
 

@@ -10,11 +10,13 @@ from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
 from hiapi import threads
+from hiapi import threads
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
 from hiapi.models import data, steps
+from hiapi.models.data_adapters import ArrayAdapter, get_adapter, is_batch_source, warn_ran_out
 from hiapi.models.distribution import LOCAL
-from hiapi.models.compile_utils import CompiledTargets, class_weights_to_sample_weights
+from hiapi.models.compile_utils import CompiledTargets
 
 
 class Trainer:
@@ -97,8 +99,16 @@ class Trainer:
             raise RuntimeError(f"Model {self.name!r} must be compiled before {what}(): call "
                                f"model.compile(optimizer, loss, metrics)")
 
-    def _prepare(self, x, y=None, sample_weight=None, class_weight=None):
-        xs, ys = data.as_list(x, "x"), data.as_list(y, "y")
+    def _input_names(self):
+        """The Input layers' names (functional models), for x given as a dict."""
+        symbolic = getattr(self, "inputs", None)
+        return [var._keras_history[0].name for var in symbolic] if symbolic else None
+
+    def _prepare(self, x, y=None, sample_weight=None, class_weight=None, check_finite=False):
+        """Checked arrays ``(xs, ys, weights)`` from the user's x, y and sample_weight (arrays,
+        lists, or dicts keyed by input/output name): labels converted for the losses, class
+        weights turned into sample weights, NaN refused when ``check_finite``."""
+        xs = data.as_list(data.by_name(x, self._input_names(), "x", "input"), "x")
         if not xs:
             raise ValueError("x is required")
         if not self.built and hasattr(self, "_stack"):
@@ -110,14 +120,36 @@ class Trainer:
         from hiapi.models.functional import _check_input
         for index, (array, (shape, _)) in enumerate(zip(xs, specs)):
             _check_input(self, index, shape, array.shape)
-        weights = []
-        if ys:
-            if self._compiled_targets is None:   # trace once to learn the output names
-                self._step("predict", xs)
-            ys = self._compiled_targets.prepare_labels(ys)
-            weights = _sample_weights(sample_weight, class_weight, ys)
-            data.num_samples(xs, ys + weights)
+        if y is None:
+            return xs, [], []
+        if self._compiled_targets is None:       # trace once to learn the output names
+            self._step("predict", xs)
+        names = self._compiled_targets.names
+        ys = data.as_list(data.by_name(y, names, "y", "output"), "y")
+        ys = self._compiled_targets.prepare_labels(ys)
+        n = data.num_samples(xs, ys)
+        weights = self._sample_weights(sample_weight, class_weight, xs, ys, n)
+        if check_finite:
+            data.check_finite(xs + ys, "training data")
         return xs, ys, weights
+
+    def _sample_weights(self, sample_weight, class_weight, xs, ys, n):
+        if class_weight is not None:
+            if len(ys) != 1:
+                raise ValueError("class_weight is only supported for models with one output")
+            if sample_weight is not None:
+                raise ValueError("give sample_weight or class_weight, not both")
+            units = self._step("predict", xs).outputs[0].shape[-1]
+            num_classes = None if units is None else max(int(units), 2)   # 1 unit: binary
+            return [data.class_weight_to_sample_weights(class_weight, ys[0], num_classes)]
+        if sample_weight is None:
+            return []
+        weights = data.as_list(data.by_name(sample_weight, self._compiled_targets.names,
+                                            "sample_weight", "output"), "sample_weight")
+        if len(weights) != len(ys):
+            raise ValueError(f"sample_weight: got {len(weights)} arrays for {len(ys)} outputs")
+        data.check_sample_weights(weights, n)
+        return [w.astype(np.float32) for w in weights]
 
     def _step(self, kind, xs, ys=(), weights=()):
         key = (kind, bool(weights)) + tuple((a.ndim, a.dtype.kind) for a in [*xs, *ys])
@@ -149,30 +181,19 @@ class Trainer:
              validation_data, shuffle, class_weight, sample_weight, initial_epoch,
              steps_per_epoch, validation_steps, validation_batch_size, validation_freq):
         plan = self.distribution
-        if y is None:
-            raise ValueError("fit: y (the targets) is required")
         batch_size = data.check_batch_size(batch_size)
-        arrays = self._prepare(x, y, sample_weight, class_weight)
-        validation = None
-        if validation_data is not None:
-            validation = self._prepare(*data.unpack_validation_data(validation_data))
-        elif validation_split:
-            arrays, validation = data.split_validation(arrays, validation_split)
-        xs, ys, weights = arrays
-        data.check_finite(xs + ys, "training data")
-        n = data.num_samples(xs, ys)
-        train = self._step("train", xs, ys, weights)
+        train_data, validation = self._fit_sources(
+            x, y, sample_weight, class_weight, batch_size, steps_per_epoch, validation_split,
+            validation_data, validation_steps, validation_batch_size)
+        train = self._step("train", *train_data.first)
         plan.begin(self)                        # same weights and batch order on every worker
-        steps_total = len(plan.batches(n, batch_size, False, None))
-        if steps_per_epoch is not None:
-            steps_total = min(steps_total, int(steps_per_epoch))
         verbose = (1 if verbose == "auto" else int(verbose)) if plan.is_chief else 0
         if verbose == 2:                        # what sets CPU speed, once (hiapi.threads)
             print(threads.banner(), flush=True)
         self.history = History()
         hooks = list(callbacks or []) + [self.history] + ([ProgbarLogger(verbose)] if verbose
                                                           else [])
-        hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": steps_total,
+        hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": train_data.steps,
                                            "verbose": verbose})
         compiled = self._compiled_targets
         self.stop_training, self._resume_at = False, None
@@ -181,22 +202,22 @@ class Trainer:
         if self._resume_at is not None:          # set by BackupAndRestore
             initial_epoch, skip = self._resume_at
         logs, step_values = {}, self.optimizer.step_values()
-        gather = data.BatchGatherer(xs + ys + weights)
         for epoch in range(initial_epoch, epochs):
             compiled.reset()
             plan.on_epoch_begin(epoch)
             hooks.on_epoch_begin(epoch)
-            batches = plan.batches(n, batch_size, shuffle, _random.epoch_generator(
-                epoch, _random.model_shuffle_seed(self)))
-            for step in range(skip, min(len(batches), steps_total)):
+            train_data.on_epoch_begin()
+            done = skip
+            rng = _random.epoch_generator(epoch, _random.model_shuffle_seed(self)) \
+                if shuffle else None
+            for step, (feed, local_n, global_n) in enumerate(train_data.epoch(rng, skip), skip):
                 hooks.on_train_batch_begin(step)
-                index, local_n, global_n = batches[step]
-                feed = gather.take(index)
                 step_values = self.optimizer.step_values()
                 results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
                 loss = compiled.record(results, local_n)
                 logs = compiled.logs()
                 hooks.on_train_batch_end(step, logs)
+                done = step + 1
                 if not np.isfinite(loss) and not self.stop_training:
                     raise FloatingPointError(
                         f"Model {self.name!r}: the loss became {loss} at epoch {epoch + 1}, "
@@ -204,18 +225,48 @@ class Trainer:
                         f"the data and the loss; TerminateOnNaN stops without an error)")
                 if self.stop_training:
                     break
+            train_data.on_epoch_end()
+            ran_out = train_data.ran_short(done, done - skip)
+            if ran_out:
+                warn_ran_out(train_data, epochs - initial_epoch)
+                if done == skip:                 # nothing left for this epoch: it never began
+                    break
             skip = 0
             plan.reduce_totals(compiled)           # every worker reports the same numbers
             logs = {**compiled.logs(), "learning_rate": step_values[0]}
             if validation is not None and (epoch + 1) % validation_freq == 0:
-                val_logs = self._evaluate_arrays(validation, validation_batch_size or batch_size,
-                                                 validation_steps)
+                val_logs = self._run_test(validation, hooks)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             hooks.on_epoch_end(epoch, logs)
-            if self.stop_training:
+            if self.stop_training or ran_out:
                 break
         hooks.on_train_end(logs)
         return self.history
+
+    def _fit_sources(self, x, y, sample_weight, class_weight, batch_size, steps_per_epoch,
+                     validation_split, validation_data, validation_steps,
+                     validation_batch_size):
+        """Adapters for the training data and the validation data (or None)."""
+        plan, validation_batch = self.distribution, validation_batch_size or batch_size
+        if validation_split and validation_data is None:
+            if is_batch_source(x):
+                raise ValueError("fit: validation_split is only supported for arrays; with a "
+                                 "generator or PyDataset pass validation_data")
+            if y is None:
+                raise ValueError("fit: y (the targets) is required when x is an array")
+            arrays = self._prepare(x, y, sample_weight, class_weight, check_finite=True)
+            train, held_out = data.split_validation(arrays, validation_split)
+            return (ArrayAdapter(train, batch_size, plan, steps_per_epoch, "fit"),
+                    ArrayAdapter(held_out, validation_batch, plan, validation_steps,
+                                 "fit validation_split"))
+        train = get_adapter(self, x, y, sample_weight, class_weight, batch_size=batch_size,
+                            plan=plan, steps=steps_per_epoch, what="fit", check_finite=True)
+        if validation_data is None:
+            return train, None
+        val_x, val_y, val_weight = _unpack_validation_data(validation_data)
+        return train, get_adapter(self, val_x, val_y, val_weight, batch_size=validation_batch,
+                                  plan=plan, steps=validation_steps,
+                                  what="fit validation_data", source="validation_data")
 
     # ---- evaluate / predict ------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -223,47 +274,58 @@ class Trainer:
         """Loss and metrics over the data: a scalar if there are no metrics, else a list in
         ``metrics_names`` order (a dict with ``return_dict=True``)."""
         self._require_compiled("evaluate")
-        arrays = self._prepare(x, y, sample_weight)
-        logs = self._evaluate_arrays(arrays, data.check_batch_size(batch_size), steps,
-                                     CallbackList(callbacks or [], self, {}))
+        source = get_adapter(self, x, y, sample_weight, batch_size=data.check_batch_size(
+            batch_size), plan=self.distribution, steps=steps, what="evaluate")
+        logs = self._run_test(source, CallbackList(callbacks or [], self, {
+            "steps": source.steps, "verbose": verbose}))
         if verbose and self.distribution.is_chief:     # "auto" prints, as in Keras
             print(f"evaluate - {format_logs(logs)}", flush=True)
         return logs if return_dict else _as_result(logs)
 
-    def _evaluate_arrays(self, arrays, batch_size, steps=None, hooks=None):
-        xs, ys, weights = arrays
-        test = self._step("test", xs, ys, weights)
+    def _run_test(self, source, hooks):
+        """Loss and metrics over one pass of ``source`` (an adapter), with the test hooks."""
+        test = self._step("test", *source.first)
         compiled = self._compiled_targets
         compiled.reset()
-        n = data.num_samples(xs, ys)
-        hooks = hooks or CallbackList([], self, {})
         hooks.on_test_begin()
-        plan = self.distribution
-        for step, (index, local_n, _) in enumerate(plan.batches(n, batch_size, False, None)):
-            if steps is not None and step >= steps:
-                break
+        source.on_epoch_begin()
+        ran = 0
+        for step, (feed, local_n, _) in enumerate(source.epoch()):
             hooks.on_test_batch_begin(step)
-            feed = [a[index] for a in xs + ys + weights]
             compiled.record(test(*feed), local_n)
             hooks.on_test_batch_end(step, compiled.logs())
-        plan.reduce_totals(compiled)
+            ran += 1
+        source.on_epoch_end()
+        if ran == 0:
+            raise ValueError(f"{source.what}: the data ran out: the generator has no batch "
+                             f"left to evaluate (a generator is consumed, not restarted; give "
+                             f"the number of batches per evaluation, steps= or "
+                             f"validation_steps=, and yield that many for every evaluation)")
+        self.distribution.reduce_totals(compiled)
         logs = compiled.logs()
         hooks.on_test_end(logs)
         return logs
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        """Model outputs for ``x`` as numpy arrays (a list when the model has several)."""
-        xs, _, _ = self._prepare(x)
-        predict = self._step("predict", xs)
-        batch_size = data.check_batch_size(batch_size)
+        """Model outputs for ``x`` as numpy arrays (a list when the model has several);
+        ``x`` may also be a generator or ``PyDataset`` (batches of x, or (x, ...) tuples).
+        Each process predicts all of its data, also under a Strategy."""
+        source = get_adapter(self, x, batch_size=data.check_batch_size(batch_size), plan=LOCAL,
+                             steps=steps, what="predict", targets=False)
+        predict = self._step("predict", source.first[0])
+        hooks = CallbackList(callbacks or [], self, {"steps": source.steps, "verbose": verbose})
+        hooks.on_predict_begin()
+        source.on_epoch_begin()
         chunks = []
-        for step, index in enumerate(data.batch_indices(data.num_samples(xs, []), batch_size,
-                                                        False, None)):
-            if steps is not None and step >= steps:
-                break
-            chunks.append(predict(*[a[index] for a in xs]))
-        outputs = [np.concatenate(parts) for parts in zip(*chunks)]
-        return outputs[0] if len(outputs) == 1 else outputs
+        for step, (feed, _, _) in enumerate(source.epoch()):
+            hooks.on_predict_batch_begin(step)
+            chunks.append(predict(*feed))
+            hooks.on_predict_batch_end(step, {"outputs": _single(chunks[-1])})
+        source.on_epoch_end()
+        hooks.on_predict_end()
+        if not chunks:       # no samples: run the empty batch for each output's (0, ...) shape
+            chunks.append(predict(*source.first[0]))
+        return _single([np.concatenate(parts) for parts in zip(*chunks)])
 
     # ---- single batches ----------------------------------------------------------------------
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
@@ -281,7 +343,9 @@ class Trainer:
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
         arrays = self._prepare(x, y, sample_weight)
-        logs = self._evaluate_arrays(arrays, len(arrays[0][0]))
+        source = ArrayAdapter(arrays, len(arrays[0][0]), self.distribution,
+                              what="test_on_batch")
+        logs = self._run_test(source, CallbackList([], self, {}))
         return logs if return_dict else _as_result(logs)
 
     def predict_on_batch(self, x):
@@ -332,20 +396,16 @@ def _as_result(logs):
 
 
 
-def _sample_weights(sample_weight, class_weight, ys):
-    if class_weight is not None:
-        if len(ys) != 1:
-            raise ValueError("class_weight is only supported for models with one output")
-        if sample_weight is not None:
-            raise ValueError("give sample_weight or class_weight, not both")
-        return [class_weights_to_sample_weights(class_weight, ys[0])]
-    if sample_weight is None:
-        return []
-    weights = data.as_list(sample_weight, "sample_weight")
-    if len(weights) != len(ys):
-        raise ValueError(f"sample_weight: got {len(weights)} arrays for {len(ys)} outputs")
-    for w in weights:
-        if w.ndim != 1:
-            raise ValueError(f"sample_weight must be one weight per sample (shape (n,)), got "
-                             f"shape {w.shape}")
-    return [w.astype(np.float32) for w in weights]
+def _single(outputs):
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _unpack_validation_data(validation_data):
+    """Keras's forms: (x_val, y_val), (x_val, y_val, sample_weight), a generator or a
+    PyDataset."""
+    if is_batch_source(validation_data):
+        return validation_data, None, None
+    if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+        raise ValueError("validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
+                         "sample_weight), a generator or a PyDataset")
+    return tuple(validation_data) + (None,) * (3 - len(validation_data))

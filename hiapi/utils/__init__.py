@@ -3,6 +3,7 @@ import numpy as np
 
 from hiapi import random as _random
 from hiapi.utils.naming import clear_session
+from hiapi.utils.py_dataset import PyDataset, Sequence
 
 
 def set_random_seed(seed):

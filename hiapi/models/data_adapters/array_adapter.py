@@ -1,0 +1,29 @@
+"""Numpy arrays (or lists/dicts of them): batches sliced from data held in memory."""
+from hiapi.models import data
+from hiapi.models.data_adapters.base import DataAdapter
+
+
+class ArrayAdapter(DataAdapter):
+    """Batches of ``batch_size`` samples; a shuffled epoch permutes all samples (the same
+    permutation on every worker, which then takes its part of each global batch)."""
+
+    def __init__(self, arrays, batch_size, plan, steps=None, what="fit", source="x",
+                 allow_empty=False):
+        xs, ys, weights = arrays
+        self.n = data.num_samples(xs, ys + weights)
+        if self.n == 0 and not allow_empty:
+            raise ValueError(f"{what}: {source} is empty (0 samples); there is nothing to "
+                             f"run on")
+        plan.agree(what, samples=self.n)
+        self.first, self.batch_size, self.plan, self.what = arrays, batch_size, plan, what
+        self.gather = data.BatchGatherer(xs + ys + weights)
+        total = len(plan.batches(self.n, batch_size, False, None))
+        if total == 0 and self.n:
+            raise ValueError(f"{what}: {source} has {self.n} samples, fewer than the "
+                             f"{plan.size} workers; each needs at least one")
+        self.steps = total if steps is None else min(total, int(steps))
+
+    def epoch(self, rng=None, skip=0):
+        batches = self.plan.batches(self.n, self.batch_size, rng is not None, rng)
+        for index, local_n, global_n in batches[skip:self.steps]:
+            yield self.gather.take(index), local_n, global_n

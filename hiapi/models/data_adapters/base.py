@@ -1,0 +1,49 @@
+"""The one interface the trainer's loops read batches through, whatever the data source."""
+import warnings
+
+
+class DataAdapter:
+    """A source of batches for ``fit``/``evaluate``/``predict``.
+
+    ``first``: the first batch, already checked and converted (``(xs, ys, weights)``, lists of
+    arrays), from which the compiled step is traced before any batch runs.
+    ``steps``: batches per epoch on this process, or None when the epoch ends where the
+    source runs out (a generator without ``steps_per_epoch``).
+    ``epoch(rng, skip)``: one epoch's batches, shuffled by the numpy Generator ``rng`` when it
+    is given (the same on every worker), the first ``skip`` left out (a resumed epoch), as
+    ``(feed, local_n, global_n)``: the arrays to feed, this process's batch size and the batch
+    size summed over the workers (they differ only under ``hiapi.distribute.Strategy``).
+    ``exhausted``: True once a source that cannot restart has run out.
+    """
+    steps = None
+    exhausted = False
+    what = "fit"
+
+    def epoch(self, rng=None, skip=0):
+        raise NotImplementedError
+
+    def ran_short(self, done, ran):
+        """Whether an epoch that stopped after step ``done`` (``ran`` batches, fewer when
+        resumed mid-epoch) stopped because the data ran out, which Keras answers by
+        interrupting training (``warn_ran_out``)."""
+        return False
+
+    def on_epoch_begin(self):
+        pass
+
+    def on_epoch_end(self):
+        pass
+
+
+def feed_of(batch):
+    xs, ys, weights = batch
+    return [*xs, *ys, *weights]
+
+
+def warn_ran_out(adapter, epochs):
+    """Keras's warning when a generator runs out before ``fit`` is done with it."""
+    need = f" (here {adapter.steps * epochs} batches)" if adapter.steps else ""
+    warnings.warn(f"Your input ran out of data; interrupting training. Make sure that your "
+                  f"generator can generate at least `steps_per_epoch * epochs` batches{need}; "
+                  f"without steps_per_epoch a generator is one epoch of data (arrays and "
+                  f"PyDatasets restart every epoch)", UserWarning, stacklevel=4)

@@ -1,0 +1,53 @@
+"""Python generators and iterators yielding ``(x, y)`` or ``(x, y, sample_weight)`` batches
+(``x`` alone, or ``(x,)``, for ``predict``).
+
+A generator cannot be restarted, so, as in Keras, it is consumed continuously: with
+``steps_per_epoch`` each epoch takes the next ``steps_per_epoch`` batches; without it the first
+epoch lasts until the generator runs out, and a later epoch finding it empty interrupts
+training with Keras's "Your input ran out of data" warning. Under
+``hiapi.distribute.Strategy`` every rank consumes its own generator (make each yield its own
+share); at every step the ranks check that all of them still have a batch, so one running out
+early is an error on every rank rather than a hang.
+"""
+from hiapi.models import data
+from hiapi.models.data_adapters.base import DataAdapter, feed_of
+
+
+class GeneratorAdapter(DataAdapter):
+    def __init__(self, source, prepare, plan, steps=None, what="fit", targets=True):
+        self.iterator, self.prepare, self.plan = iter(source), prepare, plan
+        self.what, self.targets = what, targets
+        self.steps = None if steps is None else int(steps)
+        plan.agree(what, steps_per_epoch=-1 if self.steps is None else self.steps)
+        self.first = self._next()
+        if self.first is None:
+            raise ValueError(f"{what}: the generator yielded no batches; there is no data")
+        self._pending = self.first
+
+    def _next(self):
+        try:
+            item = next(self.iterator)
+        except StopIteration:
+            self.exhausted = True
+            return None
+        batch = self.prepare(*data.unpack_batch(item, self.what, self.targets))
+        if len(batch[0][0]) == 0:
+            raise ValueError(f"{self.what}: the generator yielded an empty batch (0 samples)")
+        return batch
+
+    def epoch(self, rng=None, skip=0):          # a generator's order is its own
+        step = skip
+        while self.steps is None or step < self.steps:
+            if self._pending is not None:        # the batch read to trace the step
+                batch, self._pending = self._pending, None
+            else:
+                batch = None if self.exhausted else self._next()
+            local_n = len(batch[0][0]) if batch is not None else 0
+            global_n = self.plan.agree_batch(local_n, batch is not None, step, self.what)
+            if global_n is None:
+                return
+            yield feed_of(batch), local_n, global_n
+            step += 1
+
+    def ran_short(self, done, ran):
+        return self.exhausted and (ran == 0 or self.steps is not None and done < self.steps)

@@ -1,0 +1,50 @@
+"""``hiapi.utils.PyDataset``: batches by index, in order or (``shuffle=True``) in a new batch
+order each epoch, as Keras does. Under ``hiapi.distribute.Strategy`` rank r of N takes batches
+r, r+N, r+2N, ... of the epoch's order; the last ``len % N`` batches are dropped so every rank
+runs the same number of steps."""
+import numpy as np
+
+from hiapi.models import data
+from hiapi.models.data_adapters.base import DataAdapter, feed_of
+
+
+class PyDatasetAdapter(DataAdapter):
+    def __init__(self, dataset, prepare, plan, steps=None, what="fit", targets=True):
+        self.dataset, self.prepare, self.plan = dataset, prepare, plan
+        self.what, self.targets = what, targets
+        self.length = int(dataset.num_batches)
+        plan.agree(what, batches=self.length)
+        if self.length == 0:
+            raise ValueError(f"{what}: the PyDataset is empty (len 0); there is no data")
+        per_rank = self.length // plan.size
+        if per_rank == 0:
+            raise ValueError(f"{what}: the PyDataset has {self.length} batches, fewer than "
+                             f"the {plan.size} workers; each needs at least one")
+        self.steps = per_rank if steps is None else min(per_rank, int(steps))
+        self._cached = {}
+        self.first = self._cached[plan.rank] = self._load(plan.rank)
+
+    def _load(self, index):
+        """Batch ``index``; the first batch, read to trace the step, is not read again."""
+        if index in self._cached:
+            return self._cached.pop(index)
+        batch = self.prepare(*data.unpack_batch(self.dataset[int(index)], self.what,
+                                                self.targets))
+        if len(batch[0][0]) == 0:
+            raise ValueError(f"{self.what}: batch {index} of the PyDataset is empty "
+                             f"(0 samples)")
+        return batch
+
+    def epoch(self, rng=None, skip=0):
+        order = rng.permutation(self.length) if rng is not None else np.arange(self.length)
+        mine = order[self.plan.rank::self.plan.size][:self.steps]
+        for step in range(skip, self.steps):
+            batch = self._load(mine[step])
+            local_n = len(batch[0][0])
+            yield feed_of(batch), local_n, self.plan.agree_batch(local_n, True, step, self.what)
+
+    def on_epoch_begin(self):
+        self.dataset.on_epoch_begin()
+
+    def on_epoch_end(self):
+        self.dataset.on_epoch_end()
