@@ -112,3 +112,48 @@ def test_group_normalization_channels_first_and_errors():
         layers.GroupNormalization(0)
     model = hiapi.Sequential([hiapi.Input((4, 4, 64)), layers.GroupNormalization()])
     assert model.count_params() == 128                      # Keras: 64 gamma + 64 beta
+
+
+def test_model_with_new_layers_saves_and_loads(tmp_path):
+    hiapi.utils.set_random_seed(1)
+    x = RNG.integers(0, 256, (8, 12, 12, 3)).astype(np.float32)
+    y = RNG.integers(0, 3, 8)
+    model = hiapi.Sequential([
+        hiapi.Input((12, 12, 3)), layers.Rescaling(1 / 255), layers.RandomFlip(seed=1),
+        layers.RandomZoom(0.1, seed=2), layers.RandomCrop(10, 10, seed=3),
+        layers.SeparableConv2D(4, 3, padding="same"), layers.GroupNormalization(2),
+        layers.DepthwiseConv2D(3, depth_multiplier=2), layers.SpatialDropout2D(0.2),
+        layers.GaussianNoise(0.05), layers.Conv2DTranspose(3, 3, strides=2, padding="same"),
+        layers.Cropping2D(2), layers.Identity(), layers.GlobalAveragePooling2D(),
+        layers.RepeatVector(2), layers.Conv1D(4, 2, padding="causal"), layers.Flatten(),
+        layers.GaussianDropout(0.1), layers.Dense(3, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    model.fit(x, y, epochs=2, batch_size=4, verbose=0)
+    model.save(tmp_path / "m.hiapi")
+    loaded = hiapi.models.load_model(tmp_path / "m.hiapi")
+    assert [type(l).__name__ for l in loaded.layers] == [type(l).__name__ for l in model.layers]
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_augmented_training_resumes_bit_identically(tmp_path):
+    x = RNG.normal(size=(16, 10, 10, 1)).astype(np.float32)
+    y = RNG.integers(0, 2, 16)
+
+    def make():
+        hiapi.utils.set_random_seed(7)
+        model = hiapi.Sequential([
+            hiapi.Input((10, 10, 1)), layers.RandomFlip(), layers.RandomRotation(0.1),
+            layers.RandomCrop(8, 8), layers.GaussianNoise(0.1), layers.Flatten(),
+            layers.Dense(2, activation="softmax")])
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+        return model
+    straight = make()
+    straight.fit(x, y, epochs=2, batch_size=4, verbose=0)
+    first = make()
+    first.fit(x, y, epochs=1, batch_size=4, verbose=0)
+    first.save(tmp_path / "half.hiapi")
+    resumed = hiapi.models.load_model(tmp_path / "half.hiapi")
+    resumed.fit(x, y, initial_epoch=1, epochs=2, batch_size=4, verbose=0)
+    for a, b in zip(straight.get_weights(), resumed.get_weights()):
+        np.testing.assert_array_equal(a, b)
