@@ -3,6 +3,8 @@ a run killed at any moment leaves the previous checkpoint loadable."""
 import os
 from pathlib import Path
 
+import numpy as np
+
 from hiapi.callbacks.callback import Callback
 from hiapi.callbacks.monitor import Monitor
 
@@ -59,11 +61,12 @@ class ModelCheckpoint(Callback):
 
 
 class BackupAndRestore(Callback):
-    """Keep a backup of the whole training state (weights, optimizer state, epoch and step, and
-    the seed of the batch order) in
+    """Keep a backup of the whole training state (weights, optimizer state, epoch and step, the
+    seed of the batch order and, mid-epoch, the epoch's running loss and metric totals) in
     ``backup_dir``; if a run is interrupted, the next ``fit`` with the same callback resumes at
-    the epoch and step where the backup was made. The backup is deleted when training ends
-    normally (``delete_checkpoint=True``)."""
+    the epoch and step where the backup was made, and the resumed epoch logs the same loss and
+    metrics as an uninterrupted one. The backup is deleted when training ends normally
+    (``delete_checkpoint=True``)."""
 
     FILENAME = "latest.hiapi"
 
@@ -80,9 +83,36 @@ class BackupAndRestore(Callback):
             from hiapi.saving.model_file import restore_training_state
             extra = restore_training_state(self.model, self.backup_path)
             self.model._resume_at = (extra["epoch"], extra["step"])
+            self._totals = extra.get("totals") if extra["step"] else None
+        else:
+            self._totals = None
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
+        if getattr(self, "_totals", None) is not None:    # the resumed, partly done epoch
+            self._restore_totals(self._totals)
+            self._totals = None
+
+    def _restore_totals(self, saved):
+        """This rank's running totals from the backup; resumed on another number of ranks,
+        rank 0 takes the sum of all and the others start from zero (same epoch totals)."""
+        plan, compiled = self.model.distribution, self.model._compiled_targets
+        rows = [np.asarray(row, np.float64) for row in saved["ranks"]]
+        if len(rows) == plan.size:
+            vector = rows[plan.rank]
+        else:                # a rank that had recorded nothing yet sent an empty row
+            vector = sum(r for r in rows if len(r)) if plan.rank == 0 else np.zeros(0)
+        if not len(vector):
+            return
+        try:
+            if len(vector) != sum(int(np.prod(shape)) for shape in saved["layout"]):
+                raise ValueError(f"{len(vector)} numbers for the shapes {saved['layout']}")
+            compiled.load_totals(vector, saved["layout"])
+        except ValueError as error:
+            raise ValueError(f"BackupAndRestore: the running loss/metric totals in "
+                             f"{self.backup_path} do not fit this model (it logs "
+                             f"{compiled.log_names}): {error}; compile the model as it was "
+                             f"when the backup was made") from None
 
     def on_train_batch_end(self, batch, logs=None):
         if self.save_freq != "epoch" and (batch + 1) % self.save_freq == 0:
@@ -92,10 +122,25 @@ class BackupAndRestore(Callback):
         self._backup(epoch + 1, 0)
 
     def _backup(self, epoch, step):
+        totals = self._running_totals() if step else None     # a collective: on every rank
         if not self.model.distribution.is_chief:
             return
         from hiapi.saving.model_file import save_model
-        save_model(self.model, self.backup_path, extra={"epoch": epoch, "step": step})
+        save_model(self.model, self.backup_path,
+                   extra={"epoch": epoch, "step": step, "totals": totals})
+
+    def _running_totals(self):
+        """Every rank's running loss/metric totals of the epoch so far (exact float64, JSON)."""
+        plan, compiled = self.model.distribution, self.model._compiled_targets
+        layout = compiled.totals_layout()
+        vector = compiled.totals_vector() if layout is not None else np.zeros(0)
+        rows = [vector]
+        if plan.size > 1:
+            gathered, sizes = plan.communicator.allgather(vector)
+            rows = np.split(gathered, np.cumsum(sizes)[:-1])
+        if layout is None:
+            return None
+        return {"layout": layout, "ranks": [row.tolist() for row in rows]}
 
     def on_train_end(self, logs=None):
         if self.model.distribution.is_chief and self.delete_checkpoint and \

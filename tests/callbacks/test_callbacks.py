@@ -168,3 +168,53 @@ def test_backup_and_restore_resumes_at_epoch_and_step(regression, tmp_path):
     for a, b in zip(resumed.get_weights(), straight.get_weights()):
         np.testing.assert_array_equal(a, b)
     assert not (tmp_path / "latest.hiapi").exists()     # deleted after a normal end
+
+
+def test_mid_epoch_resume_logs_what_the_uninterrupted_epoch_logged(tmp_path):
+    """The backup holds the epoch's running loss and metric totals, so the resumed epoch logs
+    the uninterrupted run's numbers exactly, not the mean over its remaining batches."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(80, 4)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(int)
+
+    def classifier(seed=0):
+        hiapi.utils.set_random_seed(seed)
+        model = hiapi.Sequential([hiapi.Input(shape=(4,)), layers.Dense(8, activation="relu"),
+                                  layers.Dense(2, activation="softmax")])
+        model.compile(optimizer=hiapi.optimizers.SGD(0.1), metrics=["accuracy"],
+                      loss="sparse_categorical_crossentropy")
+        return model
+
+    straight = classifier().fit(x, y, batch_size=8, epochs=3, verbose=0).history
+
+    class Interrupt(callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if self.model.optimizer.iterations.numpy() == 17:      # epoch 1, batch 6
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        classifier().fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[
+            callbacks.BackupAndRestore(tmp_path, save_freq=3), Interrupt()])
+    resumed = classifier(seed=7).fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[
+        callbacks.BackupAndRestore(tmp_path, save_freq=3)])
+    assert resumed.epoch == [1, 2]
+    for key in ("loss", "accuracy"):
+        assert resumed.history[key] == straight[key][1:], key
+
+
+def test_a_backup_from_a_differently_compiled_model_is_refused(regression, tmp_path):
+    x, y = regression
+
+    class Interrupt(callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 3:
+                raise KeyboardInterrupt
+
+    with_metric = tiny_model()
+    with_metric.compile(optimizer=hiapi.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    with pytest.raises(KeyboardInterrupt):
+        with_metric.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[
+            callbacks.BackupAndRestore(tmp_path, save_freq=2), Interrupt()])
+    with pytest.raises(ValueError, match="BackupAndRestore: the running loss/metric totals"):
+        tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0,
+                         callbacks=[callbacks.BackupAndRestore(tmp_path, save_freq=2)])
