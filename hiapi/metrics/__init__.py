@@ -13,7 +13,7 @@ from hiapi.metrics.functions import (
     sparse_top_k_categorical_accuracy, top_k_categorical_accuracy)
 from hiapi.metrics.metric import Metric, MetricVariable
 from hiapi.metrics.reduction import Mean, MeanMetricWrapper, Sum
-from hiapi.metrics.accuracy import (
+from hiapi.metrics.accuracy_metrics import (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
     SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy)
 from hiapi.metrics.regression import (

@@ -1,0 +1,213 @@
+"""Metrics: regression metrics against numpy over several batches, Keras's Metric subclass API
+in compile/fit/evaluate, Mean/Sum/MeanMetricWrapper, names, and configs."""
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi import metrics
+
+RNG = np.random.default_rng(3)
+EPS = 1e-7
+
+REGRESSION = [
+    ("mean_squared_error", metrics.MeanSquaredError, lambda t, p: ((p - t) ** 2).mean(-1)),
+    ("mean_absolute_error", metrics.MeanAbsoluteError, lambda t, p: np.abs(p - t).mean(-1)),
+    ("mean_absolute_percentage_error", metrics.MeanAbsolutePercentageError,
+     lambda t, p: 100 * (np.abs(t - p) / np.maximum(np.abs(t), EPS)).mean(-1)),
+    ("mean_squared_logarithmic_error", metrics.MeanSquaredLogarithmicError,
+     lambda t, p: ((np.log1p(np.maximum(p, EPS)) - np.log1p(np.maximum(t, EPS))) ** 2).mean(-1)),
+    ("cosine_similarity", metrics.CosineSimilarity,
+     lambda t, p: (t * p).sum(-1) / np.linalg.norm(t, axis=-1) / np.linalg.norm(p, axis=-1)),
+    ("logcosh", metrics.LogCoshError, lambda t, p: np.log(np.cosh(p - t)).mean(-1)),
+]
+
+
+def batches(sizes=(7, 16, 3), width=3):
+    return [(RNG.uniform(0.5, 2.0, (n, width)), RNG.uniform(0.5, 2.0, (n, width)))
+            for n in sizes]
+
+
+@pytest.mark.parametrize("name, cls, per_sample", REGRESSION, ids=[r[0] for r in REGRESSION])
+def test_regression_metric_is_the_mean_over_all_samples(name, cls, per_sample):
+    """Running means are weighted by sample count: uneven batches give the overall mean."""
+    data = batches()
+    metric = cls()
+    assert metric.name == name
+    for t, p in data:
+        metric.update_state(t, p)
+    everything = np.concatenate([per_sample(t, p) for t, p in data])
+    assert metric.result() == pytest.approx(everything.mean(), rel=1e-6)
+    metric.reset_state()
+    assert metric.result() == 0.0
+
+
+def test_root_mean_squared_error_and_sample_weights():
+    data = batches()
+    rmse = metrics.RootMeanSquaredError()
+    for t, p in data:
+        rmse.update_state(t, p)
+    squared = np.concatenate([((p - t) ** 2).ravel() for t, p in data])
+    assert rmse.result() == pytest.approx(np.sqrt(squared.mean()))
+    mae, total, weights = metrics.MeanAbsoluteError(), 0.0, 0.0
+    for t, p in data:
+        w = RNG.uniform(size=len(t))
+        mae.update_state(t, p, sample_weight=w)
+        total, weights = total + (np.abs(p - t).mean(-1) * w).sum(), weights + w.sum()
+    assert mae.result() == pytest.approx(total / weights)
+
+
+def test_mean_sum_and_wrapper():
+    mean = metrics.Mean()
+    mean.update_state([1.0, 3.0])
+    mean.update_state([5.0], sample_weight=[2.0])
+    assert mean.result() == pytest.approx((1 + 3 + 10) / 4)
+    total = metrics.Sum()
+    total.update_state([[1.0, 2.0], [3.0, 4.0]])        # per-sample means 1.5 and 3.5
+    assert total.result() == pytest.approx(5.0)
+
+    def within_half(y_true, y_pred):
+        return hiapi.graph.ops.cast(hiapi.graph.ops.abs(y_true - y_pred) < 0.5, "float32")
+
+    wrapper = metrics.MeanMetricWrapper(within_half)
+    assert wrapper.name == "within_half"
+    assert wrapper(np.array([0.0, 1.0, 2.0]), np.array([0.1, 0.2, 2.4])) == \
+        pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("identifier, cls, name", [
+    ("mse", metrics.MeanSquaredError, "mse"), ("mae", metrics.MeanAbsoluteError, "mae"),
+    ("mape", metrics.MeanAbsolutePercentageError, "mape"),
+    ("msle", metrics.MeanSquaredLogarithmicError, "msle"),
+    ("mean_squared_error", metrics.MeanSquaredError, "mean_squared_error"),
+    ("RootMeanSquaredError", metrics.RootMeanSquaredError, "root_mean_squared_error"),
+    ("logcosh", metrics.LogCoshError, "logcosh"), ("auc", metrics.AUC, "auc"),
+])
+def test_string_names(identifier, cls, name):
+    metric = metrics.get(identifier)
+    assert type(metric) is cls and metric.name == name
+
+
+def test_accuracy_resolution_follows_keras():
+    assert isinstance(metrics.get("accuracy", (None,), (None, 1)), metrics.BinaryAccuracy)
+    assert isinstance(metrics.get("acc", (None,), (None, 5)), metrics.SparseCategoricalAccuracy)
+    assert isinstance(metrics.get("accuracy", (None, 1), (None, 5)),
+                      metrics.SparseCategoricalAccuracy)
+    assert isinstance(metrics.get("accuracy", (None, 5), (None, 5)),
+                      metrics.CategoricalAccuracy)
+    assert metrics.get("acc", (None,), (None, 5)).name == "acc"
+
+
+def test_binary_accuracy_with_flat_labels_is_per_sample():
+    """Labels (N,) with predictions (N, 1) were broadcast to (N, N) before."""
+    metric = metrics.BinaryAccuracy()
+    metric.update_state(np.array([1.0, 0.0, 1.0, 0.0]), np.array([[0.9], [0.2], [0.4], [0.7]]))
+    assert metric.result() == pytest.approx(0.5)
+
+
+@hiapi.saving.register_keras_serializable(package="tests")
+class CategoricalTruePositives(metrics.Metric):
+    """Keras's guide example, written with numpy."""
+
+    def __init__(self, name="categorical_true_positives", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.true_positives = self.add_variable(shape=(), initializer="zeros", name="ctp")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        values = (np.argmax(y_pred, axis=1) == np.reshape(y_true, -1)).astype("float32")
+        if sample_weight is not None:
+            values = values * np.reshape(sample_weight, -1)
+        self.true_positives.assign_add(np.sum(values))
+
+    def result(self):
+        return self.true_positives
+
+    def reset_state(self):
+        self.true_positives.assign(0.0)
+
+
+def classifier():
+    hiapi.utils.set_random_seed(0)
+    model = hiapi.Sequential([hiapi.Input((4,)), hiapi.layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=hiapi.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy",
+                  metrics=[CategoricalTruePositives(), "accuracy"])
+    return model
+
+
+def test_custom_metric_subclass_in_fit_and_evaluate():
+    x = RNG.normal(size=(50, 4)).astype(np.float32)
+    y = RNG.integers(0, 3, 50)
+    model = classifier()
+    history = model.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_split=0.2)
+    assert set(history.history) >= {"categorical_true_positives", "val_categorical_true_positives"}
+    counts = history.history["categorical_true_positives"]
+    assert all(0 <= c <= 40 and float(c).is_integer() for c in counts)
+    logs = model.evaluate(x, y, batch_size=7, verbose=0, return_dict=True)
+    hits = (model.predict(x, verbose=0).argmax(-1) == y).sum()
+    assert logs["categorical_true_positives"] == hits        # summed over uneven batches
+    assert logs["accuracy"] == pytest.approx(hits / 50)
+
+
+def test_metric_variables_api():
+    metric = CategoricalTruePositives()
+    assert [v.name for v in metric.variables] == ["ctp"]
+    metric.update_state(np.array([0, 1]), np.array([[0.9, 0.1], [0.8, 0.2]]))
+    assert float(metric.result()) == 1.0 and metric.result() + 1 == 2.0
+    metric.reset_state()
+    assert float(metric.result()) == 0.0
+    with pytest.raises(ValueError, match="aggregation must be 'sum'"):
+        metric.add_variable((), aggregation="mean", name="m")
+
+
+def test_metric_objects_and_per_output_metrics_save_and_load(tmp_path):
+    """ModelCheckpoint failed after the first epoch: 'cannot save metric ...: give metrics by
+    name'. Objects, functions, per-output lists and dicts now save and load working."""
+    def parity_error(y_true, y_pred):
+        return hiapi.graph.ops.mean(hiapi.graph.ops.abs(y_true - y_pred), axis=-1)
+
+    image = hiapi.Input((4,), name="image")
+    hidden = hiapi.layers.Dense(8, activation="relu")(image)
+    digit = hiapi.layers.Dense(3, activation="softmax", name="digit")(hidden)
+    parity = hiapi.layers.Dense(1, activation="sigmoid", name="parity")(hidden)
+    model = hiapi.Model(image, [digit, parity])
+    model.compile(optimizer="adam",
+                  loss={"digit": "sparse_categorical_crossentropy",
+                        "parity": hiapi.losses.BinaryCrossentropy(label_smoothing=0.1)},
+                  metrics={"digit": [metrics.SparseCategoricalAccuracy(name="acc"),
+                                     CategoricalTruePositives()],
+                           "parity": ["mae", metrics.AUC(num_thresholds=50), parity_error]})
+    x = RNG.normal(size=(40, 4)).astype(np.float32)
+    y = [RNG.integers(0, 3, 40), RNG.integers(0, 2, 40).astype(np.float32)]
+    path = tmp_path / "best.hiapi"
+    model.fit(x, y, epochs=2, batch_size=8, verbose=0, validation_split=0.25,
+              callbacks=[hiapi.callbacks.ModelCheckpoint(path, save_best_only=True)])
+    before = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert "digit_acc" in before and "parity_auc" in before and "parity_parity_error" in before
+    loaded = hiapi.models.load_model(path, custom_objects={"parity_error": parity_error})
+    model.save(tmp_path / "last.hiapi")
+    loaded = hiapi.models.load_model(tmp_path / "last.hiapi",
+                                     custom_objects={"parity_error": parity_error})
+    after = loaded.evaluate(x, y, verbose=0, return_dict=True)
+    assert after.keys() == before.keys()
+    for key in before:
+        assert after[key] == pytest.approx(before[key], rel=1e-6), key
+    with pytest.raises(ValueError, match="Unknown function 'parity_error'.*custom_objects"):
+        hiapi.models.load_model(tmp_path / "last.hiapi")
+
+
+def test_a_lambda_metric_cannot_be_saved_and_says_why(tmp_path):
+    model = hiapi.Sequential([hiapi.Input((2,)), hiapi.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", metrics=[lambda t, p: hiapi.graph.ops.mean(t - p, axis=-1)])
+    model.fit(np.ones((4, 2), np.float32), np.ones(4, np.float32), verbose=0)
+    with pytest.raises(ValueError, match="a lambda has no name to load it by"):
+        model.save(tmp_path / "m.hiapi")
+
+
+@pytest.mark.parametrize("metric", [
+    metrics.BinaryAccuracy(threshold=0.3), metrics.SparseTopKCategoricalAccuracy(k=2),
+    metrics.TopKCategoricalAccuracy(k=3, name="top3"), metrics.Precision(thresholds=[0.2, 0.7]),
+    metrics.Recall(), metrics.AUC(num_thresholds=20, from_logits=True),
+    metrics.CosineSimilarity(axis=-1), metrics.RootMeanSquaredError(name="rmse"),
+    metrics.BinaryCrossentropy(from_logits=True), metrics.Mean(name="m"), metrics.Sum()])
+def test_metric_config_round_trip(metric):
+    copy = metrics.deserialize(metrics.serialize(metric))
+    assert type(copy) is type(metric) and copy.get_config() == metric.get_config()
