@@ -5,7 +5,22 @@ from hiapi.graph import ops
 from hiapi.layers.layer import Layer
 
 
+def _all(masks):
+    """Elementwise AND of boolean masks."""
+    return reduce(lambda a, b: ops.where(a, b, a), masks)
+
+
+def _real_steps(x):
+    """An all-true (batch, steps) mask for an input that carries none."""
+    return ops.squeeze(ops.broadcast_like(ops.constant(True), ops.slice_axis(x, -1, 0, 1)), -1)
+
+
 class _Merge(Layer):
+    def compute_mask(self, inputs, previous_mask=None):
+        """As Keras: a step is real where it is real in every input that carries a mask."""
+        masks = [m for m in previous_mask or [] if m is not None]
+        return _all(masks) if masks else None
+
     def _check(self, inputs):
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
             raise ValueError(f"{type(self).__name__} {self.name!r}: expected a list of at "
@@ -58,6 +73,17 @@ class Concatenate(_Merge):
             return ops.concatenate(xs, self.axis)
         except ValueError as error:
             raise ValueError(f"Concatenate {self.name!r}: {error}") from None
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """Along the features, the AND of the masks; along the steps (axis 1), the masks
+        joined (an input without one is all real), as Keras does."""
+        if not previous_mask or all(m is None for m in previous_mask):
+            return None
+        axis = self.axis % inputs[0].ndim
+        if axis == 1 and inputs[0].ndim > 2:
+            return ops.concatenate([_real_steps(x) if m is None else m
+                                    for x, m in zip(inputs, previous_mask)], 1)
+        return super().compute_mask(inputs, previous_mask)
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}

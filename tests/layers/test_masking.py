@@ -154,3 +154,21 @@ def test_custom_layer_compute_mask_and_mask_argument():
     passing = layers.Flatten()
     passing.supports_masking = True
     assert passing.supports_masking
+
+
+def test_merge_layers_combine_masks():
+    ids_in, x_in = hiapi.Input((4,), dtype="int64"), hiapi.Input((4, 3))
+    embedded = layers.Embedding(9, 3, mask_zero=True)(ids_in)
+    masked = layers.Masking(0.5)(x_in)
+    added = layers.Add()([embedded, masked])
+    features = layers.Concatenate()([embedded, masked])
+    steps = layers.Concatenate(axis=1)([embedded, layers.Dense(3)(x_in)])
+    masks = hiapi.graph.Function([ids_in, x_in], [added._keras_mask, features._keras_mask,
+                                                  steps._keras_mask])
+    ids = np.array([[1, 2, 0, 0]])
+    x = np.zeros((1, 4, 3), np.float32)
+    x[0, 0] = 0.5                                     # step 0 of x is padding
+    both, joined, concatenated = masks(ids, x)
+    np.testing.assert_array_equal(both, [[False, True, False, False]])
+    np.testing.assert_array_equal(joined, both)
+    np.testing.assert_array_equal(concatenated, [[True, True, False, False] + [True] * 4])
