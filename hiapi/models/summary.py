@@ -26,20 +26,26 @@ def _count(variables):
 
 
 def summary_text(model, width=86):
+    """The summary table; columns widen to fit the longest layer name, class name and shape
+    (Keras wraps long cells rather than cutting them; a wider column keeps one row per
+    layer), so the table is at least ``width`` characters wide."""
     if not model.built:
         raise ValueError(f"Model {model.name!r} has not been built yet, so it has no shapes "
                          f"or weights to show: give it an Input, or fit/call it first")
-    columns = (44, 28, width - 44 - 28)
-    rule = lambda ch: ch * width
-    row = lambda a, b, c: f"{a:<{columns[0]}}{b:<{columns[1]}}{c:>{columns[2]}}"
-    lines = [f'Model: "{model.name}"', rule("━"), row("Layer (type)", "Output Shape", "Param #"),
-             rule("━")]
+    rows = [("Layer (type)", "Output Shape", "Param #")]
     for layer in model.layers:
         shape = layer.batch_shape if isinstance(layer, InputLayer) else \
             getattr(layer, "_output_shape", None)
-        params = f"{_count(layer.weights):,}"
-        lines.append(row(f"{layer.name} ({type(layer).__name__})"[:columns[0] - 1],
-                         _shape_text(shape), params))
+        rows.append((f"{layer.name} ({type(layer).__name__})", _shape_text(shape),
+                     f"{_count(layer.weights):,}"))
+    first = max(44, max(len(r[0]) for r in rows) + 2)
+    second = max(28, max(len(r[1]) for r in rows) + 2)
+    third = max(width - 44 - 28, max(len(r[2]) for r in rows) + 1)
+    width = first + second + third
+    rule = lambda ch: ch * width
+    row = lambda a, b, c: f"{a:<{first}}{b:<{second}}{c:>{third}}"
+    lines = [f'Model: "{model.name}"', rule("━"), row(*rows[0]), rule("━")]
+    lines += [row(*r) for r in rows[1:]]
     lines.append(rule("━"))
     trainable, frozen = model.trainable_weights, model.non_trainable_weights
     lines += [f" Total params: {_count(model.weights):,} ({_bytes_text(model.weights)})",

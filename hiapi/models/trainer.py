@@ -356,7 +356,8 @@ class Trainer:
     def memory_report(self, print_fn=None):
         """Print the memory plan of the last compiled train step (see ``hiapi.graph.memory``):
         planned bytes against the lower and upper bounds, parameter and state bytes, and the
-        recomputation cost. Run ``fit`` or ``train_on_batch`` first."""
+        recomputation cost. Run ``fit`` or ``train_on_batch`` first. Like ``summary()`` it
+        returns None (so a REPL shows it once); ``print_fn=lines.append`` captures the text."""
         train = [f for key, f in self._step_functions.items() if key[0] == "train"]
         if not train or not train[-1]._executables:
             raise RuntimeError(f"Model {self.name!r}: no train step has been compiled yet; run "
@@ -364,7 +365,6 @@ class Trainer:
         from hiapi.graph.memory.report import memory_report
         text = memory_report(list(train[-1]._executables.values())[-1], self)
         (print_fn or print)(text)
-        return text
 
     def profile(self, x, y, repeats=3, print_fn=None):
         """Time one train step on ``(x, y)`` (one batch) op by op and place each op type on

@@ -8,6 +8,7 @@ import zipfile
 import numpy as np
 
 from hiapi.saving.atomic import atomic_write
+from hiapi.saving.keras_format import keras_file_hint
 
 MANIFEST = "hiapi.json"
 
@@ -33,7 +34,8 @@ def read_archive(path, expected_format):
                 raise ValueError(f"{path}: member {bad!r} is corrupted (CRC mismatch)")
             names = archive.namelist()
             if MANIFEST not in names:
-                raise ValueError(f"{path} is a zip file but not a hiapi file (no {MANIFEST})")
+                raise ValueError(f"{path} is a zip file but not a hiapi file (no {MANIFEST})"
+                                 + keras_file_hint(names))
             manifest = json.loads(archive.read(MANIFEST))
             arrays = {name[:-4]: np.load(io.BytesIO(archive.read(name)), allow_pickle=False)
                       for name in names if name.endswith(".npy")}

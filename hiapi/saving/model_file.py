@@ -11,6 +11,7 @@ import numpy as np
 
 from hiapi import optimizers as optimizers_module
 from hiapi.saving.archive import read_archive, write_archive
+from hiapi.saving.keras_format import warn_if_keras_name
 from hiapi.saving.objects import deserialize_object, serialize_object
 from hiapi.saving.architecture import (deserialize_layer, serialize_layer, shapes_text,
                                        weight_manifest)
@@ -20,6 +21,7 @@ MODEL_FORMAT, WEIGHTS_FORMAT, VERSION = "hiapi.model", "hiapi.weights", 1
 
 def save_model(model, filepath, include_optimizer=True, extra=None):
     """Write ``model`` to one file, atomically. ``extra`` (JSON-able) is stored alongside."""
+    warn_if_keras_name(filepath, "save")
     if not model.built:
         raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
                          f"to save")
@@ -89,6 +91,7 @@ def _compile_config(model):
 
 def save_weights(model, filepath):
     """Write the weights alone (with each layer's name and shapes), atomically."""
+    warn_if_keras_name(filepath, "save_weights")
     layers = weight_manifest(model)
     arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
     write_archive(filepath, {"format": WEIGHTS_FORMAT, "version": VERSION, "layers": layers},

@@ -1,0 +1,63 @@
+"""summary() widths, memory_report()'s return value, and saving under Keras file names."""
+import io
+import zipfile
+
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi import layers
+
+
+def model_with_long_names():
+    return hiapi.Sequential([
+        hiapi.Input((8,)), layers.Dense(4, name="a_rather_long_dense_layer_name_here"),
+        layers.BatchNormalization(name="batch_normalization_with_long_name"), layers.Dense(2)])
+
+
+def test_summary_keeps_long_layer_and_class_names_whole():
+    lines = []
+    assert model_with_long_names().summary(print_fn=lines.append) is None
+    text = "\n".join(lines)
+    assert "batch_normalization_with_long_name (BatchNormalization)" in text
+    rows = [line for line in text.splitlines() if "(Dense)" in line or "(Batch" in line]
+    params = [line.split()[-1] for line in rows]
+    assert params == ["36", "16", "10"]
+    widths = {len(line) for line in text.splitlines() if line.startswith("━")}
+    assert len(widths) == 1 and all(len(r) == widths.pop() for r in rows[:1])
+    short = []
+    hiapi.Sequential([hiapi.Input((3,)), layers.Dense(1)]).summary(print_fn=short.append)
+    assert len(short[0].splitlines()[1]) == 86            # the default width is kept
+
+
+def test_memory_report_prints_once_and_returns_none(capsys):
+    model = hiapi.Sequential([hiapi.Input((3,)), layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.train_on_batch(np.ones((4, 3), np.float32), np.ones((4, 2), np.float32))
+    assert model.memory_report() is None
+    printed = capsys.readouterr().out
+    assert printed.count("Memory report") == 1
+
+
+def test_saving_under_a_keras_name_warns_and_round_trips(tmp_path):
+    model = hiapi.Sequential([hiapi.Input((3,)), layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.warns(UserWarning, match=r"save\('.*m\.keras'\): hiapi writes its own format.*"
+                                         r"Keras cannot.*'\.hiapi'"):
+        model.save(str(tmp_path / "m.keras"))
+    loaded = hiapi.models.load_model(tmp_path / "m.keras")
+    for a, b in zip(model.get_weights(), loaded.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    with pytest.warns(UserWarning, match=r"save_weights\(.*w\.weights\.h5"):
+        model.save_weights(str(tmp_path / "w.weights.h5"))
+    model.save(tmp_path / "m.hiapi")        # no warning: warnings are errors in these tests
+
+
+def test_loading_a_real_keras_file_says_what_it_is(tmp_path):
+    path = tmp_path / "from_keras.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", "{}")
+        archive.writestr("metadata.json", "{}")
+        archive.writestr("model.weights.h5", io.BytesIO(b"\x89HDF").getvalue())
+    with pytest.raises(ValueError, match="this is a Keras .keras file"):
+        hiapi.models.load_model(path)
