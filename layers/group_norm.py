@@ -9,6 +9,7 @@ from hiapi.layers.normalization import _Normalization, moments
 
 class GroupNormalization(_Normalization):
     """``GroupNormalization(groups=8)`` on (batch, ..., channels) inputs."""
+    supports_masking = True
 
     def __init__(self, groups=32, axis=-1, epsilon=1e-3, center=True, scale=True, **kwargs):
         super().__init__(axis=axis, epsilon=epsilon, center=center, scale=scale, **kwargs)

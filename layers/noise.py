@@ -14,6 +14,8 @@ from hiapi.layers.layer import Layer
 
 
 class _NoiseLayer(Layer):
+    supports_masking = True       # noise per element: the padding stays where it was
+
     def __init__(self, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)

@@ -172,3 +172,29 @@ def test_merge_layers_combine_masks():
     np.testing.assert_array_equal(both, [[False, True, False, False]])
     np.testing.assert_array_equal(joined, both)
     np.testing.assert_array_equal(concatenated, [[True, True, False, False] + [True] * 4])
+
+
+def test_layers_that_pass_masks_as_keras():
+    inputs = hiapi.Input((4,), dtype="int64")
+    x = layers.Embedding(9, 4, mask_zero=True)(inputs)
+    for layer in [layers.Dense(4), layers.Dropout(0.2), layers.Activation("relu"),
+                  layers.LayerNormalization(), layers.Identity(), layers.GaussianNoise(0.1),
+                  layers.GaussianDropout(0.1), layers.GroupNormalization(2),
+                  layers.SpatialDropout1D(0.1), layers.TimeDistributed(layers.Dense(4))]:
+        y = layer(x)
+        assert y._keras_mask is x._keras_mask, type(layer).__name__
+
+
+def test_masking_layer_trains_a_recurrent_model():
+    hiapi.utils.set_random_seed(4)
+    x = RNG.normal(size=(32, 6, 2)).astype(np.float32)
+    lengths = RNG.integers(2, 7, 32)
+    for i, n in enumerate(lengths):
+        x[i, n:] = 0.0
+    y = np.array([x[i, :n].sum() for i, n in enumerate(lengths)], np.float32)[:, None]
+    model = hiapi.Sequential([hiapi.Input((6, 2)), layers.Masking(),
+                              layers.SimpleRNN(8), layers.Dense(1)])
+    model.compile("adam", "mse")
+    before = model.evaluate(x, y, verbose=0)
+    model.fit(x, y, epochs=10, batch_size=8, verbose=0)
+    assert model.evaluate(x, y, verbose=0) < 0.9 * before
