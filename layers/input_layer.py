@@ -2,6 +2,7 @@
 import numpy as np
 
 from hiapi.graph import placeholder
+from hiapi.layers import layer_io
 from hiapi.layers.layer import Layer
 
 
@@ -18,8 +19,9 @@ class InputLayer(Layer):
             raise ValueError(f"Input shape must be a tuple without the batch axis, e.g. "
                              f"shape=(784,), got {shape!r}") from None
         self.batch_shape = (batch_size,) + shape
-        self.output = placeholder(self.batch_shape, np.dtype(self.dtype), name=self.name)
-        self.output._keras_history = (self, (), self.output)
+        output = placeholder(self.batch_shape, np.dtype(self.dtype), name=self.name)
+        output._keras_history = (self, (), output)
+        layer_io.record(self, output, output, replace=True)    # .input and .output
         self.built = True
 
     def call(self, inputs, training=None):

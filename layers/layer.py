@@ -14,12 +14,13 @@ import numpy as np
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.var import Var
-from hiapi.layers import masks, tracing
+from hiapi.layers import call_signature, layer_io, masks, tracing
+from hiapi.layers.layer_io import LayerIO
 from hiapi.layers.layer_errors import naming_layer
 from hiapi.utils.naming import snake_case, unique_name
 
 
-class Layer:
+class Layer(LayerIO):
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, input_dim=None,
                  activity_regularizer=None, **kwargs):
         if kwargs:
@@ -155,7 +156,10 @@ class Layer:
         """The mask of the output; by default the input's (used when ``supports_masking``)."""
         return previous_mask
 
-    def __call__(self, inputs, training=None, mask=None):
+    def __call__(self, *args, training=None, mask=None):
+        inputs = _call_inputs(self, args)
+        if len(args) == 2 and inputs is args[0]:
+            training = args[1]        # layer(x, True): training given positionally
         flat = _flatten(inputs)
         if all(isinstance(v, Var) for v in flat):
             with naming_layer(self):
@@ -167,17 +171,21 @@ class Layer:
 
     def _call_symbolic(self, inputs, training, mask=None):
         flat = _flatten(inputs)
+        spread = call_signature.spreads_inputs(self, inputs)
         if not self.built:
             shapes = [v.shape for v in flat]
-            self.build(shapes[0] if len(shapes) == 1 else shapes)
+            if spread and call_signature.build_takes_several(self):
+                self.build(*shapes)
+            else:
+                self.build(shapes[0] if len(shapes) == 1 else shapes)
             self.built = True
         if self.input_spec is not None:
             specs = self.input_spec if isinstance(self.input_spec, list) else [self.input_spec]
             for index, (spec, var) in enumerate(zip(specs, flat)):
                 spec.check(self, index, var.shape)
         previous_mask = _map(masks.get_mask, inputs) if mask is None else mask
-        extra = {"mask": previous_mask} if masks.call_accepts(self, "mask") else {}
-        outputs = self.call(inputs, training=training, **extra)
+        kwargs = call_signature.call_kwargs(self, training, previous_mask)
+        outputs = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
         outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
         masks.set_output_masks(self, inputs, outputs, previous_mask, _flatten)
         for variable, regularizer in self._regularized:
@@ -188,6 +196,7 @@ class Layer:
         for var in _flatten(outputs):
             var._keras_history = (self, inputs, outputs)
         self._output_shape = _map(lambda v: v.shape, outputs)
+        layer_io.record(self, inputs, outputs)
         return outputs
 
     def _call_eager(self, inputs, training, mask=None):
@@ -203,8 +212,8 @@ class Layer:
                        for a in arrays]
             mask_holder = None if mask is None else placeholder((None,) + mask.shape[1:], "bool")
             structured = holders[0] if len(holders) == 1 and not isinstance(inputs, (list, tuple)) \
-                else holders
-            with tracing.collect_state() as state:
+                else _same_sequence(inputs, holders)
+            with tracing.collect_state() as state, layer_io.not_a_node():
                 outputs = self._call_symbolic(structured, training, mask_holder)
             feeds = holders + ([] if mask is None else [mask_holder])
             cached = self._eager_functions[key] = (
@@ -231,6 +240,24 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r} built={self.built}>"
+
+
+def _call_inputs(layer, args):
+    """The inputs of ``layer(*args)``: one argument as it is; several as separate positional
+    inputs for a ``call(self, a, b)``, or ``(inputs, training)`` given positionally."""
+    if not args:
+        raise TypeError(f"Layer {layer.name!r} was called without inputs")
+    if len(args) == 1:
+        return args[0]
+    if len(args) == 2 and (args[1] is None or isinstance(args[1], bool)):
+        return args[0]
+    return call_signature.PositionalInputs(args)
+
+
+def _same_sequence(template, items):
+    """``items`` in a sequence of ``template``'s kind (keeps positional-input marking)."""
+    return call_signature.PositionalInputs(items) \
+        if isinstance(template, call_signature.PositionalInputs) else items
 
 
 def _flatten(structure):

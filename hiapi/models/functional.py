@@ -11,6 +11,7 @@ outputs (the *nodes*), so the model can be called again on new inputs, e.g. with
 from hiapi.graph.var import Var
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer, _flatten, _map
+from hiapi.models import op_node
 from hiapi.models.trainer import Trainer
 
 
@@ -30,11 +31,20 @@ class Model(Trainer, Layer):
                                 f"tensors from hiapi.Input and layer calls, got {var!r}")
         self._nodes = _collect_nodes(self.name, self.inputs, self.outputs)
         self._layers = [var._keras_history[0] for var in self.inputs] + \
-            _unique_layers(node[0] for node in self._nodes)
+            _unique_layers(node[0] for node in self._nodes if isinstance(node[0], Layer))
         for layer in self._layers:
             if layer not in self._sublayers:
                 self._sublayers.append(layer)
         self.built = True
+
+    @property
+    def input(self):
+        """The model's input tensor (a list when it has several), as in Keras."""
+        return self.inputs[0] if len(self.inputs) == 1 else list(self.inputs)
+
+    @property
+    def output(self):
+        return self.outputs[0] if len(self.outputs) == 1 else list(self.outputs)
 
     @property
     def layers(self):
@@ -83,6 +93,8 @@ class Model(Trainer, Layer):
             outputs = layer(_map(mapping.__getitem__, call_inputs), training=training)
             for old, new in zip(_flatten(call_outputs), _flatten(outputs)):
                 mapping[old] = new
+                if old._keras_logits in mapping:   # softmax/sigmoid applied as a raw op
+                    new._keras_logits = mapping[old._keras_logits]
         return _map(mapping.__getitem__, self._outputs_struct)
 
 
@@ -103,9 +115,12 @@ def _collect_nodes(model_name, inputs, outputs):
         if var in inputs:
             return
         history = var._keras_history
-        if history is None:
-            raise ValueError(f"Model {model_name!r}: {var!r} was not produced by a layer; "
-                             f"wrap raw ops in a Layer (or hiapi.layers.Lambda)")
+        if history is None:       # a raw op on layer outputs (x + y, ops.relu(x)): a node too
+            history = op_node.node_for(var)
+            if history is None:
+                raise ValueError(f"Model {model_name!r}: the outputs depend on {var!r}, a "
+                                 f"placeholder that is not among the model's inputs")
+            var._keras_history = history
         layer, call_inputs, call_outputs = history
         if isinstance(layer, InputLayer):
             raise ValueError(f"Model {model_name!r}: the outputs depend on Input "

@@ -1,6 +1,8 @@
 """``Sequential``: a plain stack of layers, each feeding the next."""
-from hiapi.graph import placeholder
+import numpy as np
+
 from hiapi.graph.var import Var
+from hiapi.layers import layer_io
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer
 from hiapi.models.functional import Model
@@ -18,6 +20,8 @@ class Sequential(Model):
         self._stack = []
         self._input_shape = None
         self._input_dtype = "float32"
+        self._input_layer = None      # the InputLayer the stack is traced from
+        self._graph_output = None
         for layer in layers or []:
             self.add(layer)
 
@@ -29,6 +33,7 @@ class Sequential(Model):
             if self._stack:
                 raise ValueError(f"Sequential {self.name!r}: an Input must come first")
             self._input_shape, self._input_dtype = layer.batch_shape, layer.dtype
+            self._input_layer = layer
             return
         if not isinstance(layer, Layer):
             raise TypeError(f"Sequential {self.name!r}: expected a Layer, got {layer!r}")
@@ -51,10 +56,48 @@ class Sequential(Model):
             raise ValueError(f"Sequential {self.name!r}: the input shape is unknown; start "
                              f"with hiapi.Input(shape=...) or call build(input_shape)")
         self._input_shape = input_shape
-        x = placeholder(input_shape, self._input_dtype)
+        source = self._input_layer
+        if source is None or source.batch_shape != input_shape or \
+                source.dtype != np.dtype(self._input_dtype).name:
+            source = self._input_layer = InputLayer(shape=input_shape[1:],
+                                                    batch_size=input_shape[0],
+                                                    dtype=self._input_dtype)
+        x = source.output
         for layer in self._stack:
-            x = layer(x)
+            inputs, x = x, layer(x)
+            layer_io.record(layer, inputs, x, replace=True)   # layer.input / layer.output
+        self._graph_output = x
         self.built = True
+
+    @property
+    def inputs(self):
+        """``[Input tensor]`` of the traced stack (Keras's ``Sequential.inputs``), so
+        ``hiapi.Model(seq.inputs, [l.output for l in seq.layers])`` extracts features."""
+        self._require_graph("inputs")
+        return [self._input_layer.output]
+
+    @property
+    def outputs(self):
+        self._require_graph("outputs")
+        return [self._graph_output]
+
+    def _require_graph(self, what):
+        if self._graph_output is None or not self.built:
+            if self._input_shape is None or not self._stack:
+                raise AttributeError(f"Sequential model {self.name!r} has no defined {what} "
+                                     f"yet: give it an Input first, or call or fit it")
+            self.build(self._input_shape)
+
+    def pop(self, rebuild=True):
+        """Remove the last layer and return it (Keras's ``Sequential.pop``)."""
+        if not self._stack:
+            raise ValueError(f"Sequential {self.name!r} has no layers to pop")
+        layer = self._stack.pop()
+        self._sublayers.remove(layer)
+        self._graph_output, self.built = None, False
+        if rebuild and self._stack and self._input_shape is not None:
+            self.build(self._input_shape)
+        return layer
 
     def input_specs(self):
         if self._input_shape is None:
@@ -65,6 +108,9 @@ class Sequential(Model):
         if self._input_shape is not None:
             from hiapi.models.functional import _check_input
             _check_input(self, 0, self._input_shape, inputs.shape)
+        elif hasattr(inputs, "shape"):     # built from the data: the shape is known now
+            self._input_shape, self._input_dtype = (None,) + tuple(inputs.shape[1:]), \
+                inputs.dtype.name
         for layer in self._stack:
             inputs = layer(inputs, training=training)
         return inputs

@@ -8,6 +8,7 @@ update number); its outputs are the losses and the metrics' additive statistics
 """
 from hiapi.graph import Function, grad, placeholder
 from hiapi.layers.layer import _flatten
+from hiapi.layers.layer_io import not_a_node
 from hiapi.layers.tracing import collect_state
 
 
@@ -20,7 +21,7 @@ def input_placeholders(model, xs):
 
 
 def _trace(model, inputs, training):
-    with collect_state() as state:
+    with collect_state() as state, not_a_node():
         outputs = _flatten(model(inputs[0] if len(inputs) == 1 else inputs, training=training))
     return outputs, state
 

@@ -5,10 +5,14 @@ layers. A functional model lists its layers, its inputs, and its *nodes* (one pe
 call order) whose inputs refer to model inputs ``["input", k]`` or to earlier node outputs
 ``["node", i, j]``: replaying the calls rebuilds the graph, shared layers included.
 """
+import inspect
+
 import numpy as np
 
+from hiapi.layers.call_signature import PositionalInputs
 from hiapi.layers.input_layer import Input, InputLayer
 from hiapi.layers.layer import _flatten, _map
+from hiapi.models.op_node import OpNode
 from hiapi.saving.registry import get_class, registered_name
 
 
@@ -32,7 +36,14 @@ def _functional_config(model):
     refs = {var: ["input", k] for k, var in enumerate(model.inputs)}
     nodes = []
     for i, (layer, call_inputs, call_outputs) in enumerate(model._nodes):
-        nodes.append({"layer": layer.name, "inputs": _map(refs.__getitem__, call_inputs)})
+        node = {"inputs": _map(refs.__getitem__, call_inputs)}
+        if isinstance(layer, OpNode):
+            node["op"] = layer.get_config()
+        else:
+            node["layer"] = layer.name
+        if isinstance(call_inputs, PositionalInputs):
+            node["positional"] = True
+        nodes.append(node)
         for j, var in enumerate(_flatten(call_outputs)):
             refs[var] = ["node", i, j]
     layers = [serialize_layer(l) for l in model.layers if not isinstance(l, InputLayer)]
@@ -63,13 +74,20 @@ def deserialize_layer(config, custom_objects=None):
         outputs = []
         for node in body["nodes"]:
             resolve = lambda ref: inputs[ref[1]] if ref[0] == "input" else outputs[ref[1]][ref[2]]
-            result = layers[node["layer"]](_map_refs(resolve, node["inputs"]))
+            call = OpNode.from_config(node["op"]) if "op" in node else layers[node["layer"]]
+            call_inputs = _map_refs(resolve, node["inputs"])
+            if node.get("positional"):
+                call_inputs = PositionalInputs(call_inputs)
+            result = call(call_inputs)
             outputs.append(_flatten(result))
         resolve = lambda ref: inputs[ref[1]] if ref[0] == "input" else outputs[ref[1]][ref[2]]
         return Model(inputs if len(inputs) > 1 else inputs[0],
                      _map_refs(resolve, body["outputs"]), name=body["name"],
                      trainable=body.get("trainable", True))
-    return get_class(name, custom_objects).from_config(body)
+    cls = get_class(name, custom_objects)
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:
+        return cls.from_config(body, custom_objects=custom_objects)   # Lambda's functions
+    return cls.from_config(body)
 
 
 def _map_refs(resolve, structure):
