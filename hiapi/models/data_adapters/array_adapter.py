@@ -14,14 +14,14 @@ class ArrayAdapter(DataAdapter):
         if self.n == 0 and not allow_empty:
             raise ValueError(f"{what}: {source} is empty (0 samples); there is nothing to "
                              f"run on")
-        plan.agree(what, samples=self.n)
         self.first, self.batch_size, self.plan, self.what = arrays, batch_size, plan, what
         self.gather = data.BatchGatherer(xs + ys + weights)
         total = len(plan.batches(self.n, batch_size, False, None))
+        self.steps = total if steps is None else min(total, int(steps))
+        plan.agree(what, samples=self.n, steps=self.steps)
         if total == 0 and self.n:
             raise ValueError(f"{what}: {source} has {self.n} samples, fewer than the "
                              f"{plan.size} workers; each needs at least one")
-        self.steps = total if steps is None else min(total, int(steps))
 
     def epoch(self, rng=None, skip=0):
         batches = self.plan.batches(self.n, self.batch_size, rng is not None, rng)
