@@ -14,7 +14,7 @@ from hiapi import threads
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
 from hiapi.models import data, steps
-from hiapi.models.data_adapters import ArrayAdapter, get_adapter, is_batch_source, warn_ran_out
+from hiapi.models.data_adapters import ArrayAdapter, fit_adapters, get_adapter, warn_ran_out
 from hiapi.models.distribution import LOCAL
 from hiapi.models.compile_utils import CompiledTargets
 
@@ -182,9 +182,9 @@ class Trainer:
              steps_per_epoch, validation_steps, validation_batch_size, validation_freq):
         plan = self.distribution
         batch_size = data.check_batch_size(batch_size)
-        train_data, validation = self._fit_sources(
-            x, y, sample_weight, class_weight, batch_size, steps_per_epoch, validation_split,
-            validation_data, validation_steps, validation_batch_size)
+        train_data, validation = fit_adapters(
+            self, x, y, sample_weight, class_weight, batch_size, plan, steps_per_epoch,
+            validation_split, validation_data, validation_steps, validation_batch_size)
         train = self._step("train", *train_data.first)
         plan.begin(self)                        # same weights and batch order on every worker
         verbose = (1 if verbose == "auto" else int(verbose)) if plan.is_chief else 0
@@ -242,31 +242,6 @@ class Trainer:
                 break
         hooks.on_train_end(logs)
         return self.history
-
-    def _fit_sources(self, x, y, sample_weight, class_weight, batch_size, steps_per_epoch,
-                     validation_split, validation_data, validation_steps,
-                     validation_batch_size):
-        """Adapters for the training data and the validation data (or None)."""
-        plan, validation_batch = self.distribution, validation_batch_size or batch_size
-        if validation_split and validation_data is None:
-            if is_batch_source(x):
-                raise ValueError("fit: validation_split is only supported for arrays; with a "
-                                 "generator or PyDataset pass validation_data")
-            if y is None:
-                raise ValueError("fit: y (the targets) is required when x is an array")
-            arrays = self._prepare(x, y, sample_weight, class_weight, check_finite=True)
-            train, held_out = data.split_validation(arrays, validation_split)
-            return (ArrayAdapter(train, batch_size, plan, steps_per_epoch, "fit"),
-                    ArrayAdapter(held_out, validation_batch, plan, validation_steps,
-                                 "fit validation_split"))
-        train = get_adapter(self, x, y, sample_weight, class_weight, batch_size=batch_size,
-                            plan=plan, steps=steps_per_epoch, what="fit", check_finite=True)
-        if validation_data is None:
-            return train, None
-        val_x, val_y, val_weight = _unpack_validation_data(validation_data)
-        return train, get_adapter(self, val_x, val_y, val_weight, batch_size=validation_batch,
-                                  plan=plan, steps=validation_steps,
-                                  what="fit validation_data", source="validation_data")
 
     # ---- evaluate / predict ------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -398,14 +373,3 @@ def _as_result(logs):
 
 def _single(outputs):
     return outputs[0] if len(outputs) == 1 else outputs
-
-
-def _unpack_validation_data(validation_data):
-    """Keras's forms: (x_val, y_val), (x_val, y_val, sample_weight), a generator or a
-    PyDataset."""
-    if is_batch_source(validation_data):
-        return validation_data, None, None
-    if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
-        raise ValueError("validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
-                         "sample_weight), a generator or a PyDataset")
-    return tuple(validation_data) + (None,) * (3 - len(validation_data))

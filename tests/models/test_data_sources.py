@@ -156,6 +156,11 @@ class TestGenerators:
             model.fit(batches(x, y), validation_split=0.2, verbose=0)
         with pytest.raises(ValueError, match="a batch must be a tuple"):
             model.fit((b[0] for b in batches(x, y)), verbose=0)
+        mixed = iter([(x[:16], y[:16]), (x[16:32], y[16:32], np.ones(16))])
+        with pytest.raises(ValueError, match=r"a batch has 1 input\(s\), 1 target\(s\) and 1 "
+                                             r"sample weight\(s\), the first batch had 1 input"
+                                             r"\(s\), 1 target\(s\) and 0 sample weight"):
+            model.fit(mixed, verbose=0)
         with pytest.raises(ValueError, match="the generator yielded no batches"):
             model.fit(iter([]), verbose=0)
         with pytest.raises(ValueError, match="y .the targets. is required"):

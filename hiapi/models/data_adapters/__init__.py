@@ -3,6 +3,7 @@
 ``hiapi.utils.PyDataset``. ``get_adapter`` picks the one for ``x``."""
 import types
 
+from hiapi.models import data
 from hiapi.models.data_adapters.array_adapter import ArrayAdapter
 from hiapi.models.data_adapters.base import DataAdapter, warn_ran_out
 from hiapi.models.data_adapters.generator_adapter import GeneratorAdapter
@@ -39,6 +40,42 @@ def get_adapter(model, x, y=None, sample_weight=None, class_weight=None, *, batc
                         allow_empty=not targets)
 
 
+def fit_adapters(model, x, y, sample_weight, class_weight, batch_size, plan, steps_per_epoch,
+                 validation_split, validation_data, validation_steps, validation_batch_size):
+    """``fit``'s adapters: for the training data, and for the validation data (or None)."""
+    validation_batch = validation_batch_size or batch_size
+    if validation_split and validation_data is None:
+        if is_batch_source(x):
+            raise ValueError("fit: validation_split is only supported for arrays; with a "
+                             "generator or PyDataset pass validation_data")
+        if y is None:
+            raise ValueError("fit: y (the targets) is required when x is an array")
+        arrays = model._prepare(x, y, sample_weight, class_weight, check_finite=True)
+        train, held_out = data.split_validation(arrays, validation_split)
+        return (ArrayAdapter(train, batch_size, plan, steps_per_epoch, "fit"),
+                ArrayAdapter(held_out, validation_batch, plan, validation_steps,
+                             "fit validation_split"))
+    train = get_adapter(model, x, y, sample_weight, class_weight, batch_size=batch_size,
+                        plan=plan, steps=steps_per_epoch, what="fit", check_finite=True)
+    if validation_data is None:
+        return train, None
+    val_x, val_y, val_weight = unpack_validation_data(validation_data)
+    return train, get_adapter(model, val_x, val_y, val_weight, batch_size=validation_batch,
+                              plan=plan, steps=validation_steps, what="fit validation_data",
+                              source="validation_data")
+
+
+def unpack_validation_data(validation_data):
+    """Keras's forms: (x_val, y_val), (x_val, y_val, sample_weight), a generator or a
+    PyDataset."""
+    if is_batch_source(validation_data):
+        return validation_data, None, None
+    if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+        raise ValueError("validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
+                         "sample_weight), a generator or a PyDataset")
+    return tuple(validation_data) + (None,) * (3 - len(validation_data))
+
+
 def _batch_preparer(model, class_weight, targets, check_finite):
     if not targets:
         return lambda x, y, sample_weight: model._prepare(x)
@@ -51,4 +88,5 @@ def _kind(x):
 
 
 __all__ = ["DataAdapter", "ArrayAdapter", "GeneratorAdapter", "PyDatasetAdapter",
-           "get_adapter", "is_batch_source", "warn_ran_out"]
+           "get_adapter", "fit_adapters", "is_batch_source", "unpack_validation_data",
+           "warn_ran_out"]

@@ -33,6 +33,10 @@ class GeneratorAdapter(DataAdapter):
         batch = self.prepare(*data.unpack_batch(item, self.what, self.targets))
         if len(batch[0][0]) == 0:
             raise ValueError(f"{self.what}: the generator yielded an empty batch (0 samples)")
+        first = getattr(self, "first", None)
+        if first is not None and [len(part) for part in batch] != [len(p) for p in first]:
+            raise ValueError(f"{self.what}: a batch has {_layout(batch)}, the first batch had "
+                             f"{_layout(first)}; every batch must have the same structure")
         return batch
 
     def epoch(self, rng=None, skip=0):          # a generator's order is its own
@@ -51,3 +55,8 @@ class GeneratorAdapter(DataAdapter):
 
     def ran_short(self, done, ran):
         return self.exhausted and (ran == 0 or self.steps is not None and done < self.steps)
+
+
+def _layout(batch):
+    xs, ys, weights = batch
+    return f"{len(xs)} input(s), {len(ys)} target(s) and {len(weights)} sample weight(s)"
