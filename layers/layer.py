@@ -14,6 +14,7 @@ import numpy as np
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.var import Var
+from hiapi.settings import floatx
 from hiapi.layers import call_signature, layer_io, masks, tracing
 from hiapi.layers.layer_io import LayerIO
 from hiapi.layers.layer_errors import naming_layer
@@ -28,7 +29,7 @@ class Layer(LayerIO):
                             f"{', '.join(sorted(kwargs))}")
         self.name = name or unique_name(snake_case(type(self).__name__))
         self.trainable = trainable
-        self.dtype = np.dtype(dtype or "float32").name
+        self.dtype = np.dtype(dtype or floatx()).name
         self.built = False
         self.input_spec = None
         self._weights = []

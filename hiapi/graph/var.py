@@ -56,6 +56,7 @@ class Var:
     def __matmul__(self, other): return _ops().matmul(self, other)
     def __rmatmul__(self, other): return _ops().matmul(other, self)
     def __neg__(self): return _ops().negative(self)
+    def __getitem__(self, key): return _ops().getitem(self, key)
     def __gt__(self, other): return _ops().greater(self, other)
     def __ge__(self, other): return _ops().greater_equal(self, other)
     def __lt__(self, other): return _ops().less(self, other)

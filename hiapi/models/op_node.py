@@ -58,8 +58,8 @@ class OpNode:
                 operands.append({"value": var.op.value.tolist(), "dtype": var.dtype.name})
             else:
                 raise ValueError(f"cannot save the functional model: op {op.name!r} reads "
-                                 f"{var!r}, a Variable that belongs to no layer; create it "
-                                 f"with add_weight inside a Layer")
+                                 f"Variable {var.op.variable.name!r}, which belongs to no "
+                                 f"layer; create it with add_weight inside a Layer")
         return {"op": type(op).__name__, "module": module,
                 "attrs": {k: _encode(op.name, k, v) for k, v in op.attrs().items()},
                 "operands": operands}

@@ -3,6 +3,7 @@ import numpy as np
 
 from hiapi.graph.var import Var
 from hiapi.layers import layer_io
+from hiapi.settings import floatx
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer
 from hiapi.models.functional import Model
@@ -19,7 +20,7 @@ class Sequential(Model):
         super().__init__(name=name, trainable=trainable)
         self._stack = []
         self._input_shape = None
-        self._input_dtype = "float32"
+        self._input_dtype = floatx()
         self._input_layer = None      # the InputLayer the stack is traced from
         self._graph_output = None
         for layer in layers or []:

@@ -62,3 +62,23 @@ def test_shape_errors_name_the_op():
         ops.stack([placeholder((2, 3)), placeholder((2, 4))])
     with pytest.raises(ValueError, match="stack: needs at least one input"):
         ops.stack([])
+
+
+@pytest.mark.parametrize("key", [(slice(None), 0), (Ellipsis, None), (slice(None), slice(1, 3), -1),
+                                 (None, slice(None), 1, slice(0, 2)), (Ellipsis, 2)],
+                         ids=["int", "newaxis", "slice_and_negative", "mixed", "ellipsis"])
+def test_getitem(key):
+    x = RNG.normal(size=(2, 3, 4))
+    check_op(lambda v: v[key], [x], lambda v: v[key], batch=True, double=True)
+
+
+def test_getitem_errors():
+    x = placeholder((None, 3))
+    with pytest.raises(ValueError, match="step 1 only"):
+        x[:, ::2]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1"):
+        x[:, 3]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0]
+    with pytest.raises(TypeError, match="integers, slices, None"):
+        x[[0, 1]]

@@ -23,3 +23,4 @@ from hiapi.graph.ops.trig import cos, sin
 from hiapi.graph.ops.image import image_transform, image_transform_grad
 from hiapi.graph.ops.random import random_normal, random_uniform
 from hiapi.graph.ops.composite import argmin, clip, min, prod, stack, std, var
+from hiapi.graph.ops.indexing import getitem
