@@ -95,12 +95,11 @@ class MPICommunicator(Communicator):
         watchdog = self.watchdog
         if watchdog is None:
             return collective(*args)
-        number = watchdog.post((what, array))
-        watchdog.block(number, (what, array))
+        watchdog.enter(what, array)
         try:
             return collective(*args)
         finally:
-            watchdog.unblock()
+            watchdog.current = None
 
     def set_progress(self, text):
         if self.watchdog is not None:
@@ -111,8 +110,15 @@ class MPICommunicator(Communicator):
             from hiapi.distribute.ring import ring_allreduce
             self._run("ring allreduce", array, ring_allreduce, self.comm, array)
             return array
-        self._run("allreduce", array, self.comm.Allreduce, self.MPI.IN_PLACE, array,
-                  self.MPI.SUM)
+        watchdog = self.watchdog               # inline: the most frequent collective
+        if watchdog is None:
+            self.comm.Allreduce(self.MPI.IN_PLACE, array, self.MPI.SUM)
+            return array
+        watchdog.enter("allreduce", array)
+        try:
+            self.comm.Allreduce(self.MPI.IN_PLACE, array, self.MPI.SUM)
+        finally:
+            watchdog.current = None
         return array
 
     def iallreduce(self, array):
@@ -122,14 +128,14 @@ class MPICommunicator(Communicator):
         watchdog = self.watchdog
         if watchdog is None:
             return Request(request.Wait, array)
-        number = watchdog.post(("iallreduce", array))
+        posted = watchdog.post("iallreduce", array)
 
         def wait():
-            watchdog.block(number, ("wait for iallreduce", array))
+            watchdog.wait_on(posted, "wait for iallreduce")
             try:
                 request.Wait()
             finally:
-                watchdog.unblock()
+                watchdog.current = None
         return Request(wait, array)
 
     def allgather(self, array):

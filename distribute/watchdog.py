@@ -58,8 +58,8 @@ class Watchdog:
         self.poll = poll or min(1.0, max(0.02, self.timeout / 20))
         self.answer_wait = min(10.0, max(1.0, 4 * self.poll))
         self.started = 0              # collectives this rank has entered or posted
-        self.current = None           # (number, what, progress) while blocked in one
-        self.last = None              # (number, what) of the last one started
+        self.current = None           # (number, name, array, progress) while blocked in one
+        self.last = None              # the same for the last one started
         self.progress = None          # "epoch 2, batch 5 (train step 12)", set by the Strategy
         self._inquiry = 0
         self._stop = threading.Event()
@@ -69,17 +69,21 @@ class Watchdog:
         atexit.register(self.stop)    # before mpi4py's MPI_Finalize (a C-level exit hook)
 
     # ---- the main thread's side: cheap bookkeeping -----------------------------------------
-    def post(self, what):
-        """A collective starts (blocking or not); returns its number."""
+    def enter(self, name, array):
+        """The main thread enters blocking collective ``name`` (on ``array``, or None); it
+        sets ``current = None`` when the collective returns."""
         self.started += 1
-        self.last = (self.started, what)
-        return self.started
+        self.last = self.current = (self.started, name, array, self.progress)
 
-    def block(self, number, what):
-        self.current = (number, what, self.progress)
+    def post(self, name, array):
+        """A non-blocking collective starts; returns its record for ``wait_on``."""
+        self.started += 1
+        self.last = (self.started, name, array, self.progress)
+        return self.last
 
-    def unblock(self):
-        self.current = None
+    def wait_on(self, posted, name):
+        """The main thread blocks until the collective ``posted`` completes."""
+        self.current = (posted[0], name, posted[2], self.progress)
 
     def stop(self):
         self._stop.set()
@@ -100,8 +104,8 @@ class Watchdog:
 
     def _state(self):
         current, last = self.current, self.last
-        return {"started": self.started, "last": last and describe(*last[1]),
-                "current": current and (current[0], describe(*current[1])),
+        return {"started": self.started, "last": last and describe(*last[1:3]),
+                "current": current and (current[0], describe(*current[1:3])),
                 "progress": self.progress}
 
     def _serve(self):
@@ -143,7 +147,7 @@ class Watchdog:
 
 def stall_report(rank, size, current, waited, timeout, states, answer_wait):
     """The message: which collective, where in training, and what every rank is doing."""
-    number, what, progress = current[0], describe(*current[1]), current[2]
+    number, what, progress = current[0], describe(*current[1:3]), current[3]
     missing, lines = [], []
     for other in range(size):
         state = states.get(other)
