@@ -161,11 +161,12 @@ def stall_report(rank, size, current, waited, timeout, states, answer_wait):
                 if state["current"] else "running outside any collective"
             lines.append(f"  rank {other}: has not reached it (started {state['started']} "
                          f"collectives, the last: {state['last'] or 'none'}); {doing}"
-                         + (f"; at {state['progress']}" if state["progress"] else ""))
+                         + (f"; its last train step: {state['progress']}"
+                            if state["progress"] else ""))
         elif state["current"] is None:
             lines.append(f"  rank {other}: started it but is not waiting for it (busy "
-                         f"elsewhere)" + (f"; at {state['progress']}" if state["progress"]
-                                          else ""))
+                         f"elsewhere)" + (f"; its last train step: {state['progress']}"
+                                          if state["progress"] else ""))
         elif state["current"][0] == number and state["current"][1] != what:
             missing.append(other)
             lines.append(f"  rank {other}: called a different collective in its place: "
@@ -175,7 +176,7 @@ def stall_report(rank, size, current, waited, timeout, states, answer_wait):
             lines.append(f"  rank {other}: waiting in collective #{state['current'][0]}"
                          + ("" if state["current"][0] == number else
                             f" ({state['current'][1]})"))
-    where = f" during {progress}" if progress else ""
+    where = f"; this rank's last train step: {progress}" if progress else ""
     return (f"[hiapi rank {rank}/{size}] collective stall: {what} (collective #{number}"
             f"{where}) has waited {waited:.1f} s, longer than HIAPI_COLLECTIVE_TIMEOUT="
             f"{timeout:g} s. Ranks that did not arrive: {missing}.\n" + "\n".join(lines) +

@@ -25,6 +25,18 @@ def test_an_exception_between_two_fits_aborts_the_job_with_its_traceback():
     assert seconds < 30
 
 
+def test_a_rank_that_exits_early_is_reported_by_the_stall_inspector():
+    """sys.exit on one rank raises no exception to hook: the others' next collective times
+    out and names the rank that is gone."""
+    result, seconds = timed("exit-between-fits", env={"HIAPI_COLLECTIVE_TIMEOUT": "3"},
+                            timeout=50)
+    assert result.returncode != 0
+    report = result.stderr[result.stderr.index(STALL):]
+    assert "Ranks that did not arrive: [1]." in report
+    assert "rank 1: did not answer" in report
+    assert seconds < 40
+
+
 def test_a_rank_that_sleeps_in_fit_is_named_after_the_timeout():
     result, seconds = timed("sleep-in-fit", env={"HIAPI_COLLECTIVE_TIMEOUT": "3"}, timeout=50)
     assert result.returncode != 0
@@ -32,7 +44,7 @@ def test_a_rank_that_sleeps_in_fit_is_named_after_the_timeout():
     report = result.stderr[result.stderr.index(STALL):]
     assert "HIAPI_COLLECTIVE_TIMEOUT=3 s" in report
     assert "iallreduce of 46 float32" in report            # the gradient bucket's collective
-    assert "during epoch 2, batch 3" in report              # the step it stalled at
+    assert "last train step: epoch 2, batch 3" in report    # the step it stalled at
     assert "Ranks that did not arrive: [2]." in report
     assert "rank 2: has not reached it" in report
     assert 3 < seconds < 40                                 # the rank sleeps for 60 s

@@ -2,6 +2,7 @@
 
 usage: failures.py MODE
   raise-between-fits  rank 1 raises between two fit calls (outside the fit guard)
+  exit-between-fits   rank 1 calls sys.exit(3) between two fit calls (no exception hook runs)
   sleep-in-fit        rank 2 sleeps 60 s before its 3rd train step of epoch 2
   sleep-outside-fit   rank 1 sleeps 60 s before a plain allreduce
   skip-allreduce      rank 3 skips an allreduce and goes on to a barrier
@@ -36,8 +37,10 @@ class SleepBeforeStep(hiapi.callbacks.Callback):
         self.epoch = epoch
 
 
-if mode == "raise-between-fits":
+if mode in ("raise-between-fits", "exit-between-fits"):
     model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    if rank == 1 and mode == "exit-between-fits":
+        sys.exit(3)
     if rank == 1:
         raise RuntimeError("deliberate failure between fits on rank 1")
     model.fit(x, y, batch_size=16, epochs=1, verbose=0)
