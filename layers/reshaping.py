@@ -13,6 +13,9 @@ class Reshape(Layer):
     def __init__(self, target_shape, **kwargs):
         super().__init__(**kwargs)
         self.target_shape = tuple(int(d) for d in target_shape)
+        if any(d < 1 and d != -1 for d in self.target_shape) or self.target_shape.count(-1) > 1:
+            raise ValueError(f"Reshape {self.name!r}: target_shape must be positive sizes with "
+                             f"at most one -1, got {tuple(target_shape)}")
 
     def call(self, inputs, training=None):
         rest, target = inputs.shape[1:], self.target_shape

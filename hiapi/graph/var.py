@@ -42,6 +42,10 @@ class Var:
         raise TypeError("A symbolic Var has no truth value: it holds no data until the graph "
                         "is run. Use hiapi.graph.ops.where() for data-dependent choices.")
 
+    # numpy defers to the reflected operator: ``np_array + var`` builds an add op instead of an
+    # object array of Vars (found by the layer fuzzer in Normalization(invert=True))
+    __array_ufunc__ = None
+
     # numpy-style operators; imported lazily to keep var.py free of op definitions
     def __add__(self, other): return _ops().add(self, other)
     def __radd__(self, other): return _ops().add(other, self)
