@@ -19,17 +19,28 @@ def _mirror(xp, index, size):
 def _fix_index(xp, index, size, fill_mode):
     if fill_mode == "nearest":
         return xp.clip(index, 0, size - 1)
+    if fill_mode == "constant":
+        return index
+    if xp.__name__ == "numpy":
+        # integer modulo is the plan's slowest step and most neighbours are inside the image:
+        # fold only the others (on a GPU, the branch would cost a device-to-host sync instead)
+        outside = (index < 0) | (index >= size)
+        index[outside] = _fold(xp, index[outside], size, fill_mode)
+        return index
+    return _fold(xp, index, size, fill_mode)
+
+
+def _fold(xp, index, size, fill_mode):
     if fill_mode == "wrap":
         return index % size
     if fill_mode == "mirror":
         return _mirror(xp, index, size)
-    if fill_mode == "reflect":      # about the edges of the edge pixels
-        return (_mirror(xp, 2 * index + 1, 2 * size + 1) - 1) // 2
-    return index                    # constant: out-of-range neighbours read the fill value
+    return (_mirror(xp, 2 * index + 1, 2 * size + 1) - 1) // 2     # reflect: about the edges
 
 
 def _axis_taps(xp, coord, size, interpolation, fill_mode):
-    """(index, weight, valid) for each neighbour along one axis."""
+    """(index, weight, valid) for each neighbour along one axis; out-of-range neighbours are
+    invalid only in constant mode, where they read the fill value."""
     if interpolation == "nearest":
         pairs = [(xp.round(coord), xp.ones_like(coord))]
     else:
@@ -66,7 +77,7 @@ def image_transform(xp):
         out[...] = 0
         for index, weight, valid in _plan(xp, transforms, n, (h, w), output_hw,
                                           interpolation, fill_mode):
-            out += flat[index] * (weight * valid).astype(out.dtype)[..., None]
+            out += xp.take(flat, index, axis=0) * (weight * valid).astype(out.dtype)[..., None]
             if fill_mode == "constant" and fill_value:
                 out += (fill_value * weight * ~valid).astype(out.dtype)[..., None]
     return kernel

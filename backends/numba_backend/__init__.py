@@ -27,4 +27,5 @@ backend = Backend()
 backend.name = "numba"
 backend.kernels.update(numpy_backend.kernels)
 
-from hiapi.backends.numba_backend import conv, fused, gather, pooling  # noqa: E402,F401  (overrides)
+# overrides of the numpy kernels
+from hiapi.backends.numba_backend import conv, fused, gather, image, pooling  # noqa: E402,F401
