@@ -138,3 +138,6 @@ def _logits(output, from_logits):
 def _last_axis(name, output, axis):
     if axis not in (-1, len(np.shape(output)) - 1):
         raise ValueError(f"{name}: only the last axis is supported, got axis={axis}")
+
+
+from hiapi.ops.math_extra import gelu, moments, normalize  # noqa: E402,F401  (keras.ops.nn too)

@@ -85,3 +85,22 @@ def test_distributed_example(compression):
     assert result.stdout.count("test accuracy") == 1          # rank 0 only
     accuracy = float(result.stdout.split("test accuracy ")[1].split(",")[0])
     assert accuracy > (0.75 if compression == "none" else 0.5)
+
+
+def test_metrics_sum_over_ranks_host_side_metrics_included(tmp_path):
+    """Built-in metrics (statistics in the step) and a Keras-style Metric subclass (updated on
+    the host) report the whole data set's values on every rank."""
+    run_mpi(2, "metric_logs.py", tmp_path)
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent / "workers"))
+    from metric_logs import data, model
+    x, y = data()
+    error = model().predict(x, verbose=0)[:, 0] - y
+    expected = {"loss": np.mean(error ** 2), "mae": np.mean(np.abs(error)),
+                "root_mean_squared_error": np.sqrt(np.mean(error ** 2)),
+                "label_sum": float(np.sum(y))}
+    for rank in range(2):
+        logs = json.loads((tmp_path / f"metrics_{rank}.json").read_text())
+        assert logs.keys() == expected.keys()
+        for key, value in expected.items():
+            assert logs[key] == pytest.approx(value, rel=1e-5, abs=1e-5), (rank, key)

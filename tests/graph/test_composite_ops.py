@@ -82,3 +82,21 @@ def test_getitem_errors():
         x[0, 0, 0]
     with pytest.raises(TypeError, match="integers, slices, None"):
         x[[0, 1]]
+
+
+def test_keras_ops_composites_differentiate():
+    """hiapi.ops's composites (tile, repeat, take, norm, gelu, normalize) on symbolic inputs:
+    gradients from their primitives, checked against finite differences."""
+    from hiapi import ops as K
+    x = RNG.normal(size=(2, 3))
+    check_op(lambda v: K.tile(v, (1, 2)), [x], lambda v: np.tile(v, (1, 2)), batch=True)
+    check_op(lambda v: K.repeat(v, 2, axis=1), [x], lambda v: np.repeat(v, 2, 1), batch=True)
+    check_op(lambda v: K.take(v, [2, 0, 2], axis=1), [x], lambda v: v[:, [2, 0, 2]],
+             batch=True)
+    check_op(lambda v: K.norm(v, axis=-1), [x], lambda v: np.linalg.norm(v, axis=-1),
+             batch=True, double=True)
+    check_op(K.gelu, [x], lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi)
+                                                        * (v + 0.044715 * v ** 3))),
+             batch=True, double=True)
+    check_op(K.normalize, [x], lambda v: v / np.linalg.norm(v, axis=-1, keepdims=True),
+             batch=True)

@@ -177,3 +177,29 @@ def test_ops_in_a_custom_layer_train():
     layer = RMSNorm()
     expected = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6)
     np.testing.assert_allclose(layer(x), expected, rtol=1e-5)
+
+
+def test_more_math_on_both_sides():
+    both(ops.sin, np.sin(A), A)
+    both(ops.cos, np.cos(A), A)
+    both(ops.log1p, np.log1p(P), P)
+    both(ops.expm1, np.expm1(A), A)
+    both(lambda x: ops.any(x > 1.0, axis=1), (A > 1.0).any(1), A)
+    both(lambda x: ops.all(x > -1.0, axis=-1, keepdims=True), (A > -1.0).all(-1, keepdims=True),
+         A)
+    both(lambda x: ops.norm(x, axis=-1), np.linalg.norm(A, axis=-1), A)
+    both(lambda x: ops.norm(x, ord=1, axis=1, keepdims=True),
+         np.abs(A).sum(1, keepdims=True), A)
+    both(lambda x: ops.moments(x, axes=[1])[1], A.var(1), A)
+    both(lambda x: ops.normalize(x), A / np.linalg.norm(A, axis=-1, keepdims=True), A)
+    both(lambda x: ops.tile(x, (1, 2)), np.tile(A, (1, 2)), A)
+    both(lambda x: ops.repeat(x, 2, axis=1), np.repeat(A, 2, axis=1), A)
+    both(lambda x: ops.take(x, [2, 0], axis=1), np.take(A, [2, 0], axis=1), A)
+    both(lambda x: ops.take(x, np.array([[1], [0]]), axis=1),
+         np.take(A, np.array([[1], [0]]), axis=1), A)
+    gelu = 0.5 * A * (1 + np.tanh(np.sqrt(2 / np.pi) * (A + 0.044715 * A ** 3)))
+    both(ops.nn.gelu, gelu, A)
+    with pytest.raises(ValueError, match="gelu\\(approximate=False\\) needs erf"):
+        ops.gelu(placeholder((None, 3)), approximate=False)
+    np.testing.assert_allclose(ops.gelu(np.array([1.0]), approximate=False), [0.8413447],
+                               rtol=1e-6)
