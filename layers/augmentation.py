@@ -78,14 +78,13 @@ def _transforms(like, row):
 
 
 def _factor_pair(layer, name, factor, bound=None):
-    """Keras's factor: a number f means (-f, f); a pair is (lower, upper)."""
+    """Keras's factor: a number f means (-|f|, |f|); a pair is sorted into (lower, upper)."""
     pair = (-abs(factor), abs(factor)) if isinstance(factor, (int, float)) else tuple(factor)
     if len(pair) != 2 or not all(isinstance(v, (int, float)) for v in pair) or \
-            pair[0] > pair[1] or (bound is not None and max(map(abs, pair)) > bound):
+            (bound is not None and max(map(abs, pair)) > bound):
         within = f" within [-{bound}, {bound}]" if bound is not None else ""
-        layer._fail(f"{name} must be a number or a (lower, upper) pair with lower <= upper"
-                    f"{within}, got {factor!r}")
-    return tuple(float(v) for v in pair)
+        layer._fail(f"{name} must be a number or a pair of numbers{within}, got {factor!r}")
+    return tuple(sorted(float(v) for v in pair))
 
 
 def _check_resampling(layer, fill_mode, interpolation):

@@ -144,8 +144,9 @@ def test_augmentation_argument_errors():
         layers.RandomRotation(0.1, fill_mode="edge")
     with pytest.raises(ValueError, match="interpolation must be one of"):
         layers.RandomZoom(0.1, interpolation="bicubic")
-    with pytest.raises(ValueError, match="lower <= upper"):
-        layers.RandomRotation((0.3, 0.1))
+    assert layers.RandomRotation((0.3, 0.1)).factor == (0.1, 0.3)      # sorted, as Keras
+    with pytest.raises(ValueError, match="factor must be a number or a pair of numbers"):
+        layers.RandomRotation((0.1, 0.2, 0.3))
     with pytest.raises(ValueError, match=r"within \[-1.0, 1.0\]"):
         layers.RandomZoom(1.5)
     with pytest.raises(ValueError, match="height must be a positive integer"):
