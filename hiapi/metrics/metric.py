@@ -162,16 +162,19 @@ class Metric:
     def uses_statistics(self):
         return getattr(type(self).update_state, "uses_statistics", False)
 
-    def step_outputs(self, y_true, y_pred):
-        """Graph outputs this metric needs from each step: its statistics, or the labels and
-        predictions themselves for an ``update_state`` that runs on the host."""
-        return self.statistics(y_true, y_pred) if self.uses_statistics else [y_true, y_pred]
+    def step_outputs(self, y_true, y_pred, sample_weight=None):
+        """Graph outputs this metric needs from each step: its statistics, or the labels,
+        predictions (and sample weights) themselves for an ``update_state`` that runs on the
+        host."""
+        if self.uses_statistics:
+            return self.statistics(y_true, y_pred, sample_weight)
+        return [y_true, y_pred] + ([] if sample_weight is None else [sample_weight])
 
     def merge_step_outputs(self, values):
         if self.uses_statistics:
             self.merge_statistics(values)
         else:
-            self.update_state(*values)
+            self.update_state(*values[:2], sample_weight=values[2] if len(values) > 2 else None)
 
     def statistics(self, y_true, y_pred, sample_weight=None):
         """Additive per-batch statistics as Vars (built-in metrics)."""

@@ -38,7 +38,7 @@ def _as_list(metrics):
 
 
 class CompiledTargets:
-    def __init__(self, loss, loss_weights, metrics, output_names):
+    def __init__(self, loss, loss_weights, metrics, output_names, weighted_metrics=None):
         self.names = list(output_names)
         self.losses = [losses_module.get(l) if l is not None else None
                        for l in _per_output(loss, self.names, "losses", None)]
@@ -47,8 +47,11 @@ class CompiledTargets:
         self.loss_weights = [float(w) for w in
                              _per_output(loss_weights, self.names, "loss_weights", 1.0)]
         self.metric_ids = [_as_list(m) for m in _per_output(metrics, self.names, "metrics", [])]
+        self.weighted_metric_ids = [_as_list(m) for m in _per_output(
+            weighted_metrics, self.names, "metrics", [])]
         self.labelled = None         # the outputs the labels belong to, in order
         self.metrics = None          # [(output index, Metric)], resolved against shapes
+        self._weighted = set()       # ids of the metrics that receive sample weights
         self._loss_trackers = None
 
     # ---- labels ------------------------------------------------------------------------------
@@ -91,20 +94,33 @@ class CompiledTargets:
 
     # ---- the step's graph outputs ------------------------------------------------------------
     def _resolve_metrics(self, targets, outputs):
+        """[(output index, Metric)]: ``metrics`` then ``weighted_metrics`` (which get the sample
+        weights; named ``weighted_<name>`` when an unweighted one has that name, as Keras)."""
         labels = dict(zip(self.labelled, targets))
         resolved = []
-        for i, ids in enumerate(self.metric_ids):
-            if ids and i not in labels:
-                raise ValueError(f"compile: metrics {ids} are given for output "
-                                 f"{self.names[i]!r}, but no labels are given for it")
-            for identifier in ids:
-                metric = metrics_module.get(identifier, labels[i].shape, outputs[i].shape)
-                if len(self.names) > 1:   # a copy named for its output; the user's stays
-                    if isinstance(identifier, metrics_module.Metric):
-                        metric = metrics_module.clone(metric)
-                    metric.name = f"{self.names[i]}_{metric.name}"
-                resolved.append((i, metric))
+        for weighted, table in ((False, self.metric_ids), (True, self.weighted_metric_ids)):
+            for i, ids in enumerate(table):
+                if ids and i not in labels:
+                    raise ValueError(f"compile: metrics {ids} are given for output "
+                                     f"{self.names[i]!r}, but no labels are given for it")
+                for identifier in ids:
+                    metric = self._resolve(identifier, i, labels[i], outputs[i], resolved,
+                                           weighted)
+                    resolved.append((i, metric))
+                    if weighted:
+                        self._weighted.add(id(metric))
         return resolved
+
+    def _resolve(self, identifier, i, label, output, resolved, weighted):
+        metric = metrics_module.get(identifier, label.shape, output.shape)
+        if len(self.names) > 1 or any(m is metric for _, m in resolved):
+            if isinstance(identifier, metrics_module.Metric):   # the user's object stays
+                metric = metrics_module.clone(metric)
+        prefix = f"{self.names[i]}_" if len(self.names) > 1 else ""
+        if weighted and prefix + metric.name in {m.name for _, m in resolved}:
+            metric.name = f"weighted_{metric.name}"
+        metric.name = prefix + metric.name
+        return metric
 
     def build(self, targets, outputs, weights, extra_losses):
         """Graph outputs of a step: total loss, per-output losses (several outputs only), then
@@ -123,8 +139,10 @@ class CompiledTargets:
             total = weighted if total is None else total + weighted
         for term in extra_losses:            # regularization
             total = total + ops.cast(term, total.dtype)
-        labels = dict(zip(self.labelled, targets))
-        metric_outputs = [metric.step_outputs(labels[i], outputs[i])
+        labels, sample_weights = dict(zip(self.labelled, targets)), dict(zip(self.labelled,
+                                                                             weights))
+        metric_outputs = [metric.step_outputs(labels[i], outputs[i], sample_weights[i]
+                                              if id(metric) in self._weighted else None)
                           for i, metric in self.metrics]
         self._metric_sizes = [len(values) for values in metric_outputs]
         return [total] + (per_output if len(self.names) > 1 else []) + \

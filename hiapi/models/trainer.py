@@ -65,6 +65,7 @@ class Trainer:
         self._compile_args = (loss, loss_weights, metrics)
         self._loss_ids, self._loss_weight_ids = loss, loss_weights
         self._metric_ids = metrics if metrics is not None else []
+        self._weighted_metric_ids = kwargs.get("weighted_metrics")   # get sample weights
         self._compiled_targets = None
         self._step_functions = {}
         self.compiled = True
@@ -72,8 +73,9 @@ class Trainer:
     def compiled_targets(self, outputs):
         """The per-output losses and metrics, resolved once the output names are known."""
         if self._compiled_targets is None:
-            self._compiled_targets = CompiledTargets(*self._compile_args,
-                                                     self.output_names(len(outputs)))
+            self._compiled_targets = CompiledTargets(
+                *self._compile_args, self.output_names(len(outputs)),
+                weighted_metrics=getattr(self, "_weighted_metric_ids", None))
         return self._compiled_targets
 
     def output_names(self, count):

@@ -52,7 +52,9 @@ def load_model(filepath, custom_objects=None, compile=True):
         model.compile(optimizer=optimizer,
                       loss=deserialize_object(config["loss"], custom_objects, "loss"),
                       loss_weights=config["loss_weights"],
-                      metrics=deserialize_object(config["metrics"], custom_objects, "metric"))
+                      metrics=deserialize_object(config["metrics"], custom_objects, "metric"),
+                      weighted_metrics=deserialize_object(config.get("weighted_metrics"),
+                                                          custom_objects, "metric"))
         if manifest["optimizer"]:
             if manifest["optimizer"]["built"]:
                 optimizer.build(model.trainable_weights)
@@ -86,7 +88,8 @@ def _compile_config(model):
     if not getattr(model, "compiled", False):
         return None
     return {"loss": serialize_object(model._loss_ids), "loss_weights": model._loss_weight_ids,
-            "metrics": serialize_object(model._metric_ids)}
+            "metrics": serialize_object(model._metric_ids),
+            "weighted_metrics": serialize_object(getattr(model, "_weighted_metric_ids", None))}
 
 
 def save_weights(model, filepath):

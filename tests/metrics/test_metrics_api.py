@@ -211,3 +211,39 @@ def test_a_lambda_metric_cannot_be_saved_and_says_why(tmp_path):
 def test_metric_config_round_trip(metric):
     copy = metrics.deserialize(metrics.serialize(metric))
     assert type(copy) is type(metric) and copy.get_config() == metric.get_config()
+
+
+@hiapi.saving.register_keras_serializable(package="tests")
+class WeightTotal(metrics.Metric):
+    """Sums the sample weights it is given (1 per sample without weights), on the host."""
+
+    def __init__(self, name="weight_total", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.total = self.add_variable((), "zeros", name="total")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        self.total.assign_add(len(y_true) if sample_weight is None else np.sum(sample_weight))
+
+    def result(self):
+        return self.total
+
+
+def test_weighted_metrics_get_sample_weights_and_save(tmp_path):
+    """compile(weighted_metrics=...) was accepted and ignored; now those metrics are weighted
+    by sample_weight (and class_weight), named weighted_<name> beside an unweighted twin."""
+    x = RNG.normal(size=(30, 3)).astype(np.float32)
+    y = RNG.normal(size=30).astype(np.float32)
+    w = RNG.uniform(0.1, 2.0, 30).astype(np.float32)
+    model = hiapi.Sequential([hiapi.Input((3,)), hiapi.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", metrics=["mae"],
+                  weighted_metrics=["mae", WeightTotal()])
+    logs = model.evaluate(x, y, sample_weight=w, batch_size=8, verbose=0, return_dict=True)
+    error = np.abs(model.predict(x, verbose=0)[:, 0] - y)
+    assert list(logs) == ["loss", "mae", "weighted_mae", "weight_total"]
+    assert logs["mae"] == pytest.approx(error.mean(), rel=1e-5)
+    assert logs["weighted_mae"] == pytest.approx((error * w).sum() / w.sum(), rel=1e-5)
+    assert logs["weight_total"] == pytest.approx(w.sum(), rel=1e-5)
+    model.save(tmp_path / "m.hiapi")
+    loaded = hiapi.models.load_model(tmp_path / "m.hiapi")
+    again = loaded.evaluate(x, y, sample_weight=w, batch_size=8, verbose=0, return_dict=True)
+    assert again == pytest.approx(logs)
