@@ -84,14 +84,21 @@ class MeanMetricWrapper(Mean):
         self._fn, self._fn_kwargs = fn, kwargs
 
     def statistics(self, y_true, y_pred, sample_weight=None):
+        """[weighted sum of per-sample values, total weight]. Values are averaged down to the
+        weights' axes; a masked sequence output's padding steps weigh 0 (as in Keras)."""
+        mask = getattr(y_pred, "_keras_mask", None)
         y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
         values = ops.cast(self._fn(y_true, y_pred, **self._fn_kwargs), "float64")
-        while values.ndim > 1:                      # per-sample means, as Keras
-            values = ops.mean(values, axis=-1)
-        if sample_weight is None:
+        weight = None if sample_weight is None else ops.cast(sample_weight, "float64")
+        if mask is not None and values.ndim >= mask.ndim:
+            weight = _times(ops.cast(mask, "float64"), weight)
+        if weight is None:
+            while values.ndim > 1:                      # per-sample means, as Keras
+                values = ops.mean(values, axis=-1)
             count = ops.size(values, dtype="float64") if values.ndim else 1.0
             return [ops.sum(values), ops.cast(count, "float64")]
-        weight = ops.cast(sample_weight, "float64")
+        while values.ndim > weight.ndim:
+            values = ops.mean(values, axis=-1)
         return [ops.sum(values * weight), ops.sum(ops.broadcast_like(weight, values))]
 
     def merge_statistics(self, values):
@@ -116,3 +123,12 @@ class MeanMetricWrapper(Mean):
             from hiapi.saving.objects import deserialize_function
             config["fn"] = deserialize_function(config["fn"])
         return cls(**config)
+
+
+def _times(mask, weight):
+    """The mask times per-sample weights (broadcast over the mask's steps)."""
+    if weight is None:
+        return mask
+    while weight.ndim < mask.ndim:
+        weight = ops.expand_dims(weight, -1)
+    return mask * weight

@@ -247,3 +247,24 @@ def test_weighted_metrics_get_sample_weights_and_save(tmp_path):
     loaded = hiapi.models.load_model(tmp_path / "m.hiapi")
     again = loaded.evaluate(x, y, sample_weight=w, batch_size=8, verbose=0, return_dict=True)
     assert again == pytest.approx(logs)
+
+
+def test_mean_metrics_skip_masked_steps():
+    """As in Keras, a masked sequence output's padding steps do not count in mean metrics
+    (Embedding(mask_zero=True) marks token 0 as padding)."""
+    hiapi.utils.set_random_seed(2)
+    model = hiapi.Sequential([
+        hiapi.Input((5,), dtype="int64"),
+        hiapi.layers.Embedding(6, 3, mask_zero=True),
+        hiapi.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", metrics=["mae"],
+                  weighted_metrics=[metrics.MeanSquaredError(name="wmse")])
+    tokens = np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0], [1, 1, 1, 1, 1]])
+    y = RNG.normal(size=(3, 5, 1)).astype(np.float32)
+    w = np.array([1.0, 2.0, 0.5], np.float32)
+    logs = model.evaluate(tokens, y, sample_weight=w, verbose=0, return_dict=True)
+    real = tokens > 0
+    error = (model.predict(tokens, verbose=0) - y)[..., 0]
+    assert logs["mae"] == pytest.approx(np.abs(error)[real].mean(), rel=1e-5)
+    weights = real * w[:, None]
+    assert logs["wmse"] == pytest.approx((error ** 2 * weights).sum() / weights.sum(), rel=1e-5)
