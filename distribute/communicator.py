@@ -110,11 +110,13 @@ class MPICommunicator(Communicator):
             from hiapi.distribute.ring import ring_allreduce
             self._run("ring allreduce", array, ring_allreduce, self.comm, array)
             return array
-        watchdog = self.watchdog               # inline: the most frequent collective
+        watchdog = self.watchdog
         if watchdog is None:
             self.comm.Allreduce(self.MPI.IN_PLACE, array, self.MPI.SUM)
             return array
-        watchdog.enter("allreduce", array)
+        watchdog.started += 1                  # Watchdog.enter, inlined (a hot path)
+        watchdog.last = watchdog.current = (watchdog.started, "allreduce", array,
+                                            watchdog.progress)
         try:
             self.comm.Allreduce(self.MPI.IN_PLACE, array, self.MPI.SUM)
         finally:
@@ -128,10 +130,12 @@ class MPICommunicator(Communicator):
         watchdog = self.watchdog
         if watchdog is None:
             return Request(request.Wait, array)
-        posted = watchdog.post("iallreduce", array)
+        watchdog.started += 1                  # Watchdog.post and wait_on, inlined
+        number = watchdog.started
+        watchdog.last = (number, "iallreduce", array, watchdog.progress)
 
         def wait():
-            watchdog.wait_on(posted, "wait for iallreduce")
+            watchdog.current = (number, "wait for iallreduce", array, watchdog.progress)
             try:
                 request.Wait()
             finally:
