@@ -51,8 +51,3 @@ def model_shuffle_seed(model):
 def shuffle_seed():
     return _shuffle_seed
 
-
-def set_shuffle_seed(seed):
-    """Restore the batch order of a backed-up run (BackupAndRestore does this on resume)."""
-    global _shuffle_seed
-    _shuffle_seed = int(seed)
