@@ -50,4 +50,3 @@ def model_shuffle_seed(model):
 
 def shuffle_seed():
     return _shuffle_seed
-
