@@ -64,6 +64,10 @@ class Bidirectional(Wrapper):
                 raise ValueError(f"{who}: backward_layer must have the layer's {flag}="
                                  f"{getattr(layer, flag)}, got {getattr(backward_layer, flag)}")
         self.backward_layer = backward_layer
+        for direction in (self.forward_layer, self.backward_layer):
+            # as Keras: masked steps of returned sequences are zeros in both directions
+            if hasattr(direction, "zero_output_for_mask"):
+                direction.zero_output_for_mask = direction.return_sequences
         self.merge_mode = merge_mode
         self.return_sequences, self.return_state = layer.return_sequences, layer.return_state
         self.supports_masking = True

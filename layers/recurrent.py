@@ -12,8 +12,8 @@ Weights, as in Keras: ``kernel`` (input_dim, gates*units), ``recurrent_kernel``
 (``reset_after=True``: bias of shape (2, 3*units), Keras 3's default).
 
 With a mask (``Embedding(mask_zero=True)``, ``Masking``), a masked step leaves the states as
-they were and repeats the previous step's output (zeros before the first real step), as Keras 3
-does: the last output is the output of the last real step, so a padded batch gives each
+they were and repeats the previous step's output (zeros before the first real step; zeros
+always with ``zero_output_for_mask=True``, which ``Bidirectional`` sets), as Keras 3 does: the last output is the output of the last real step, so a padded batch gives each
 sequence's own result.
 """
 import numpy as np
@@ -32,7 +32,7 @@ class _RNN(Layer):
                  bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
                  bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
                  bias_constraint=None, return_sequences=False, return_state=False,
-                 go_backwards=False, **kwargs):
+                 go_backwards=False, zero_output_for_mask=False, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"{type(self).__name__} {self.name!r}: units must be a positive "
@@ -50,6 +50,9 @@ class _RNN(Layer):
             ("bias", bias_constraint))}
         self.return_sequences, self.return_state = return_sequences, return_state
         self.go_backwards = go_backwards
+        # Keras's RNN argument (not in the config): masked steps output zeros instead of the
+        # previous output; Bidirectional sets it when it returns sequences
+        self.zero_output_for_mask = zero_output_for_mask
         self.input_spec = InputSpec(ndim=3)
 
     def _weight(self, shape, initializer, name):
@@ -99,7 +102,7 @@ class _RNN(Layer):
         for x_t, keep_t in zip(per_step, keep):
             output, new_states = self.step(x_t, states)
             if keep_t is not None:
-                previous = outputs[-1] if outputs else initial
+                previous = initial if self.zero_output_for_mask or not outputs else outputs[-1]
                 output = ops.where(keep_t, output, previous)
                 new_states = [ops.where(keep_t, n, s) for n, s in zip(new_states, states)]
             states = new_states

@@ -169,6 +169,8 @@ def test_bidirectional_padded_batch_matches_each_sequence(return_sequences):
         alone = run(ids[i:i + 1, :n])[0]
         got = padded[i, :n] if return_sequences else padded[i]
         np.testing.assert_allclose(got, alone, rtol=1e-5, atol=1e-6)
+        if return_sequences:     # Keras sets zero_output_for_mask on both directions
+            np.testing.assert_array_equal(padded[i, n:], 0.0)
 
 
 def test_bidirectional_trains_and_saves(tmp_path):
