@@ -8,7 +8,8 @@
 """
 __version__ = "0.1.0"
 
-from hiapi import config, threads  # noqa: F401  (threads first: before numpy loads OpenBLAS)
+from hiapi import threads  # noqa: F401  (first: it configures OpenBLAS before numpy loads it)
+from hiapi import config  # noqa: F401
 from hiapi import random  # noqa: F401
 from hiapi import backends, graph  # noqa: F401
 from hiapi import activations, initializers, losses, metrics, utils  # noqa: F401

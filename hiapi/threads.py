@@ -9,7 +9,8 @@ follows. Measured on 2 cores: two ranks' MLP steps took 150 ms each with default
 
 The budget is the CPUs this process may run on (``os.sched_getaffinity``, capped by a cgroup CPU
 quota in containers) divided by the MPI ranks on this node, at least 1. A user's choice wins:
-``hiapi.config.set_num_threads(n)``, then ``HIAPI_NUM_THREADS``, then ``OMP_NUM_THREADS``.
+``hiapi.config.set_num_threads(n)``, then ``HIAPI_NUM_THREADS``, then ``OMP_NUM_THREADS``
+(``NUMBA_NUM_THREADS`` still sets numba's pool alone, below the first two).
 
     import hiapi
     hiapi.threads.budget()        # Budget(threads=2, cpus=2, source='affinity', ...)
@@ -24,14 +25,15 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from hiapi import config
-
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 # Launchers' variables for the number of ranks on this node, and for the world size.
 LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE",
                    "PMIX_LOCAL_SIZE")
 WORLD_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE")
+
+
+OVERRIDES = ("hiapi.config.set_num_threads", "HIAPI_NUM_THREADS")
 
 
 class Budget(NamedTuple):
@@ -147,6 +149,7 @@ _computed = None
 
 def budget():
     """The budget in force: ``config.set_num_threads``, ``HIAPI_NUM_THREADS``, else computed."""
+    from hiapi import config     # not at the top: this module must load before numpy does
     global _computed
     if _computed is None:
         _computed = compute()
@@ -199,22 +202,72 @@ _applied = {}
 
 def apply():
     """Size BLAS/OpenMP pools (threadpoolctl) and numba's threads to the budget and stop
-    OpenBLAS's busy-waiting. Cheap when nothing changed, so callers may call it freely.
-    Returns the budget."""
+    OpenBLAS's busy-waiting. Cheap when nothing changed (no scan of the loaded libraries), so
+    callers may call it freely. Returns the budget."""
     chosen = budget()
-    if _applied.get("threads") != chosen.threads:
+    if _applied.get("threads") != chosen.threads or ("numba" in sys.modules) != \
+            ("numba" in _applied):
         from threadpoolctl import ThreadpoolController
-        controller = ThreadpoolController()
+        _applied["controller"] = controller = ThreadpoolController()   # libraries loaded now
         for lib in _openblas_libs(controller):
             _applied["no_spin"] = _stop_openblas_spinning(lib)
-        controller.limit(limits=chosen.threads, user_api="blas")
-        controller.limit(limits=chosen.threads, user_api="openmp")
         _applied["threads"] = chosen.threads
-    if "numba" in sys.modules and _applied.get("numba") != chosen.threads:
-        import numba
-        numba.set_num_threads(max(1, min(chosen.threads, numba.config.NUMBA_NUM_THREADS)))
-        _applied["numba"] = chosen.threads
+        _applied.pop("active", None)
+        if "hiapi.random" in sys.modules and "seed_at_import" not in _applied:
+            _applied["seed_at_import"] = sys.modules["hiapi.random"].shuffle_seed()
+    use(chosen.threads)
     return chosen
+
+
+def use(n):
+    """Run the pools with ``n`` threads from now on (at most the budget is what callers pass);
+    the thread tuner switches with this, so it costs microseconds when the libraries are known."""
+    if _applied.get("active") == n:
+        return
+    if "controller" not in _applied:
+        apply()
+    _applied["controller"].limit(limits=n, user_api="blas")
+    _applied["controller"].limit(limits=n, user_api="openmp")
+    if "numba" in sys.modules:
+        import numba
+        wanted = n
+        if "NUMBA_NUM_THREADS" in os.environ and budget().source not in OVERRIDES:
+            wanted = numba.config.NUMBA_NUM_THREADS     # the user's numba-only choice
+        numba.set_num_threads(max(1, min(wanted, numba.config.NUMBA_NUM_THREADS)))
+        _applied["numba"] = wanted
+    _applied["active"] = n
+
+
+def active_threads():
+    """Threads the pools run with now (the budget, or fewer while fit adapts to the load)."""
+    return _applied.get("active", budget().threads)
+
+
+def adaptive():
+    """Whether fit may run fewer threads than the budget when that is faster (see
+    ``hiapi.thread_tuner``): only for a budget hiapi chose, in a single process, in an unseeded
+    run (thread counts change a GEMM's last bits, so a seeded run must not depend on timing)."""
+    chosen = budget()
+    if chosen.threads <= 1 or chosen.source in OVERRIDES + ("OMP_NUM_THREADS",):
+        return False
+    if chosen.ranks_per_node > 1 or any(os.environ.get(n, "1") not in ("", "1", "0")
+                                        for n in WORLD_SIZE_VARS):
+        return False
+    random = sys.modules.get("hiapi.random")
+    return random is None or random.shuffle_seed() == _applied.get("seed_at_import")
+
+
+_tuner = None
+
+
+def tuner():
+    """The callback fit adds to adapt the thread count to the load (one per process, so a
+    second fit starts from the count the first one found)."""
+    global _tuner
+    if _tuner is None:
+        from hiapi.thread_tuner import ThreadTuner
+        _tuner = ThreadTuner()
+    return _tuner
 
 
 def busy_wait_stopped():
@@ -226,4 +279,6 @@ def busy_wait_stopped():
 def banner():
     """The line ``fit(verbose=2)`` prints once: backend and thread budget."""
     from hiapi.backends import get_backend
-    return f"hiapi: {get_backend().name} backend, {apply().describe()}"
+    chosen = apply()
+    adapting = f"; fit adapts 1-{chosen.threads} to the load" if adaptive() else ""
+    return f"hiapi: {get_backend().name} backend, {chosen.describe()}{adapting}"

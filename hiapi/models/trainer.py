@@ -193,8 +193,8 @@ class Trainer:
         if verbose == 2:                        # what sets CPU speed, once (hiapi.threads)
             print(threads.banner(), flush=True)
         self.history = History()
-        hooks = list(callbacks or []) + [self.history] + ([ProgbarLogger(verbose)] if verbose
-                                                          else [])
+        hooks = list(callbacks or []) + [self.history, threads.tuner()] + (
+            [ProgbarLogger(verbose)] if verbose else [])     # tuner: threads for the load
         hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": train_data.steps,
                                            "verbose": verbose})
         compiled = self._compiled_targets

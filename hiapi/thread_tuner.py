@@ -1,0 +1,111 @@
+"""Adapting the thread count to the load while ``fit`` runs.
+
+Why: the thread budget counts the CPUs this process may use, not how busy they are. With other
+processes on the cores, a GEMM split over two threads waits for whichever thread the scheduler
+left out, and one thread per pool is several times faster: measured on 2 cores at load ~16, the
+MLP step took 66 ms with 2 threads and 10 ms with 1; on the same machine when quiet, 2 threads
+won (4.3 vs 5.4 ms). No static number is right for both, so fit measures: it times a few steps
+with each candidate count (the budget, halves of it, 1), keeps the fastest, and measures again
+later: less often while the answer stays the same, at once when the step time moves by half
+(the load changed).
+
+It only runs when hiapi chose the budget. A count fixed by the user (``HIAPI_NUM_THREADS``,
+``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept, and so is the full budget after
+``hiapi.utils.set_random_seed``: OpenBLAS splits a GEMM differently for different thread counts,
+so the last bits of the results, and a seeded run's weights, would depend on the timing.
+"""
+import time
+from collections import deque
+
+import numpy as np
+
+from hiapi import threads
+from hiapi.callbacks.callback import Callback
+
+PROBE_STEPS = 4           # timed steps per candidate in one probe (after one settling step)
+FIRST_INTERVAL = 50       # steps between probes; doubles while the choice holds
+MAX_INTERVAL = 800
+RECENT = 5                # steps whose median is compared with the probe's
+DRIFT = 1.5               # a recent median this many times slower or faster: probe again
+
+
+def candidates(budget):
+    """Thread counts worth trying: the budget, its halves, and 1."""
+    counts, n = [], budget
+    while n > 1:
+        counts.append(n)
+        n //= 2
+    return counts + [1]
+
+
+class ThreadTuner(Callback):
+    """Times train steps with each candidate thread count and keeps the fastest."""
+
+    def __init__(self):
+        super().__init__()
+        self.choice = None
+        self.probes = 0
+
+    def on_train_begin(self, logs=None):
+        self.active = threads.adaptive()
+        if not self.active:
+            return
+        self.options = candidates(threads.budget().threads)
+        self.choice = self.choice or self.options[0]
+        self.interval, self.countdown = FIRST_INTERVAL, 1     # step 0 compiles: not timed
+        self.plan, self.times, self.reference = [], {}, None
+        self.recent = deque(maxlen=RECENT)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.active:
+            self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self.active:
+            return
+        elapsed = time.perf_counter() - self._start
+        if self.plan:
+            self._record(elapsed)
+            return
+        self.countdown -= 1
+        self.recent.append(elapsed)
+        if self.countdown <= 0 or self._drifted():
+            self._start_probe()
+
+    def _drifted(self):
+        if self.reference is None or len(self.recent) < RECENT:
+            return False
+        ratio = float(np.median(self.recent)) / self.reference
+        if ratio > DRIFT or ratio < 1 / DRIFT:
+            self.interval = FIRST_INTERVAL // 2      # doubled back to FIRST_INTERVAL if it holds
+            return True
+        return False
+
+    def _start_probe(self):
+        """Each candidate gets a settling step then PROBE_STEPS timed ones; the current choice
+        goes last so that the steps after the probe continue with it."""
+        order = [n for n in self.options if n != self.choice] + [self.choice]
+        self.plan = [(n, timed) for n in order for timed in [False] + [True] * PROBE_STEPS]
+        self.times = {n: [] for n in order}
+        threads.use(self.plan[0][0])
+
+    def _record(self, elapsed):
+        count, timed = self.plan.pop(0)
+        if timed:
+            self.times[count].append(elapsed)
+        if self.plan:
+            if self.plan[0][0] != count:
+                threads.use(self.plan[0][0])
+            return
+        best = min(self.times, key=lambda n: float(np.median(self.times[n])))
+        self.interval = min(2 * self.interval, MAX_INTERVAL) if best == self.choice else \
+            FIRST_INTERVAL
+        self.choice, self.countdown = best, self.interval
+        self.reference = float(np.median(self.times[best]))
+        self.recent.clear()
+        self.probes += 1
+        threads.use(best)
+
+    def on_train_end(self, logs=None):
+        if self.active:
+            threads.use(self.choice)

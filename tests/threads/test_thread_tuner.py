@@ -1,0 +1,115 @@
+"""fit's thread tuner: times steps with each candidate thread count, keeps the fastest, looks
+again later, and stays off where the user fixed the count or asked for repeatable runs."""
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi import thread_tuner, threads
+from hiapi.thread_tuner import ThreadTuner, candidates
+
+
+class Machine:
+    """A fake clock whose train step costs depend on the thread count in use."""
+
+    def __init__(self, costs):
+        self.costs, self.now, self.current, self.used = costs, 0.0, max(costs), []
+
+    def use(self, n):
+        self.current = n
+
+    def clock(self):
+        return self.now
+
+    def run(self, tuner, steps):
+        for step in range(steps):
+            tuner.on_train_batch_begin(step)
+            self.now += self.costs[self.current]
+            self.used.append(self.current)
+            tuner.on_train_batch_end(step)
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    fake = Machine({4: 0.010, 2: 0.006, 1: 0.003})
+    monkeypatch.setattr(threads, "adaptive", lambda: True)
+    monkeypatch.setattr(threads, "budget", lambda: threads.Budget(4, 4, 1, "affinity"))
+    monkeypatch.setattr(threads, "use", fake.use)
+    monkeypatch.setattr(thread_tuner.time, "perf_counter", fake.clock)
+    return fake
+
+
+def test_candidates_are_the_budget_its_halves_and_one():
+    assert candidates(1) == [1]
+    assert candidates(2) == [2, 1]
+    assert candidates(16) == [16, 8, 4, 2, 1]
+    assert candidates(6) == [6, 3, 1]
+
+
+def test_keeps_the_fastest_count_and_follows_a_change_of_load(machine):
+    tuner = ThreadTuner()
+    tuner.on_train_begin()
+    machine.run(tuner, 1 + 3 * (1 + thread_tuner.PROBE_STEPS))    # compile step + one probe
+    assert tuner.choice == 1 and machine.current == 1
+    machine.run(tuner, 2000)
+    tail = machine.used[-2000:]
+    assert tail.count(1) / len(tail) > 0.9        # the slower counts only while probing
+    machine.costs = {4: 0.002, 2: 0.003, 1: 0.004}                 # the machine went quiet
+    machine.run(tuner, 2 * thread_tuner.MAX_INTERVAL)
+    assert tuner.choice == 4 and machine.current == 4
+    tuner.on_train_end()
+    assert machine.current == 4
+
+
+def test_probes_less_often_while_the_choice_holds(machine):
+    tuner = ThreadTuner()
+    tuner.on_train_begin()
+    machine.run(tuner, 3000)
+    assert tuner.interval == thread_tuner.MAX_INTERVAL
+    assert tuner.probes < 12           # 50, 100, 200, 400, 800, 800 ... steps apart
+
+
+def test_inactive_when_not_adaptive(machine, monkeypatch):
+    monkeypatch.setattr(threads, "adaptive", lambda: False)
+    tuner = ThreadTuner()
+    tuner.on_train_begin()
+    machine.run(tuner, 200)
+    assert set(machine.used) == {4} and tuner.choice is None
+
+
+def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
+    monkeypatch.delenv("HIAPI_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    for name in threads.WORLD_SIZE_VARS + threads.LOCAL_SIZE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(threads, "_computed", threads.Budget(2, 2, 1, "affinity"))
+    seed = hiapi.random.shuffle_seed()
+    monkeypatch.setitem(threads._applied, "seed_at_import", seed)
+    assert threads.adaptive()
+    monkeypatch.setenv("HIAPI_NUM_THREADS", "2")
+    assert not threads.adaptive()                       # the user fixed it
+    monkeypatch.delenv("HIAPI_NUM_THREADS")
+    monkeypatch.setattr(threads, "_computed", threads.Budget(1, 2, 2, "affinity / 2 ranks"))
+    assert not threads.adaptive()                       # one thread: nothing to choose
+    monkeypatch.setattr(threads, "_computed", threads.Budget(2, 2, 1, "affinity"))
+    monkeypatch.setitem(threads._applied, "seed_at_import", seed + 1)
+    assert not threads.adaptive()                       # set_random_seed was called
+
+
+def test_fit_runs_with_the_tuner_and_ends_on_a_candidate():
+    model = hiapi.Sequential([hiapi.Input((20,)), hiapi.layers.Dense(8, activation="relu"),
+                              hiapi.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    x = np.random.default_rng(0).normal(size=(640, 20)).astype("float32")
+    model.fit(x, (x[:, 0] > 0).astype("int64"), batch_size=8, epochs=1, verbose=0)
+    assert threads.active_threads() in candidates(threads.budget().threads)
+    threads.apply()
+
+
+def test_a_sudden_change_of_step_time_probes_at_once(machine):
+    tuner = ThreadTuner()
+    tuner.on_train_begin()
+    machine.run(tuner, 3000)                   # settled on 1 thread, probing every 800 steps
+    assert tuner.choice == 1 and tuner.interval == thread_tuner.MAX_INTERVAL
+    machine.costs = {4: 0.002, 2: 0.005, 1: 0.012}     # 1 thread now 4x slower than before
+    machine.run(tuner, thread_tuner.RECENT + 3 * (1 + thread_tuner.PROBE_STEPS))
+    assert tuner.choice == 4
