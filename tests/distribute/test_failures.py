@@ -50,12 +50,13 @@ def test_a_rank_that_sleeps_in_fit_is_named_after_the_timeout():
     assert 3 < seconds < 40                                 # the rank sleeps for 60 s
 
 
-def test_a_rank_that_sleeps_before_a_plain_allreduce_is_named():
-    result, seconds = timed("sleep-outside-fit", env={"HIAPI_COLLECTIVE_TIMEOUT": "2"},
-                            timeout=50)
+@pytest.mark.parametrize("mode, name", [("sleep-outside-fit", "allreduce"),
+                                        ("sleep-before-ring", "ring allreduce")])
+def test_a_rank_that_sleeps_before_a_plain_allreduce_is_named(mode, name):
+    result, seconds = timed(mode, env={"HIAPI_COLLECTIVE_TIMEOUT": "2"}, timeout=50)
     assert result.returncode != 0
     report = result.stderr[result.stderr.index(STALL):]
-    assert "allreduce of 1024 float32 (4.0 KB) (collective #" in report
+    assert f"stall: {name} of 1024 float32 (4.0 KB) (collective #" in report
     assert "Ranks that did not arrive: [1]." in report
     assert 2 < seconds < 40
 

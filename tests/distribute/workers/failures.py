@@ -5,6 +5,7 @@ usage: failures.py MODE
   exit-between-fits   rank 1 calls sys.exit(3) between two fit calls (no exception hook runs)
   sleep-in-fit        rank 2 sleeps 60 s before its 3rd train step of epoch 2
   sleep-outside-fit   rank 1 sleeps 60 s before a plain allreduce
+  sleep-before-ring   rank 1 sleeps 60 s before hiapi's ring allreduce
   skip-allreduce      rank 3 skips an allreduce and goes on to a barrier
 """
 import sys
@@ -50,6 +51,11 @@ elif mode == "sleep-outside-fit":
     if rank == 1:
         time.sleep(60)
     strategy.communicator.allreduce(np.ones(1024, np.float32))
+elif mode == "sleep-before-ring":
+    ring = hiapi.distribute.MPICommunicator(algorithm="ring")
+    if rank == 1:
+        time.sleep(60)
+    ring.allreduce(np.ones(1024, np.float32))
 elif mode == "skip-allreduce":
     if rank != 3:
         strategy.communicator.allreduce(np.ones(1024, np.float32))
