@@ -17,6 +17,7 @@ from hiapi.graph.var import Var
 from hiapi.settings import floatx
 from hiapi.layers import call_signature, layer_io, masks, tracing
 from hiapi.layers.layer_io import LayerIO
+from hiapi.ops.core import layer_call
 from hiapi.layers.layer_errors import naming_layer
 from hiapi.utils.naming import snake_case, unique_name
 
@@ -186,7 +187,8 @@ class Layer(LayerIO):
                 spec.check(self, index, var.shape)
         previous_mask = _map(masks.get_mask, inputs) if mask is None else mask
         kwargs = call_signature.call_kwargs(self, training, previous_mask)
-        outputs = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+        with layer_call():
+            outputs = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
         outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
         masks.set_output_masks(self, inputs, outputs, previous_mask, _flatten)
         for variable, regularizer in self._regularized:

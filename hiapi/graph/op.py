@@ -62,6 +62,8 @@ def as_var(value, dtype=None):
     """A Var for ``value``: Vars pass through, arrays and Python numbers become constants."""
     if isinstance(value, Var):
         return value
+    if isinstance(getattr(value, "read", None), Var):
+        return value.read         # a Variable: its value in the graph, not a frozen copy
     from hiapi.graph.ops.sources import constant
     return constant(value, dtype)
 

@@ -44,3 +44,15 @@ class Variable:
 
     def __repr__(self):
         return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}>"
+
+
+def _through_read(name):
+    """Arithmetic on a Variable is arithmetic on its graph value (``variable.read``), so a
+    layer's ``call`` may write ``inputs * self.scale`` as in Keras."""
+    return lambda self, *args: getattr(self.read, name)(*args)
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__",
+              "__rmatmul__", "__neg__", "__getitem__"):
+    setattr(Variable, _name, _through_read(_name))

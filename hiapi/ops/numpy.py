@@ -9,8 +9,7 @@ numbers (computing with numpy now); signatures and defaults are ``keras.ops``'s:
 import numpy as np
 
 from hiapi.graph import ops as O
-from hiapi.ops.core import convert_to_tensor, eager, eager_array, is_symbolic, \
-    standardize_dtype
+from hiapi.ops.core import eager, eager_array, graph_operand, is_symbolic, standardize_dtype
 
 
 def _unary(name, graph_fn, numpy_fn):
@@ -113,7 +112,7 @@ def matmul(x1, x2):
     """numpy's ``matmul``: leading axes broadcast; a 1-D operand is a row or column vector."""
     if not is_symbolic(x1, x2):
         return np.asarray(np.matmul(eager(x1), eager(x2)))
-    x1, x2 = convert_to_tensor(x1), convert_to_tensor(x2)
+    x1, x2 = graph_operand(x1), graph_operand(x2)
     a = O.expand_dims(x1, 0) if x1.ndim == 1 else x1
     b = O.expand_dims(x2, -1) if x2.ndim == 1 else x2
     out = O.matmul(a, b)
@@ -129,7 +128,7 @@ def dot(x1, x2):
     ``x1`` and the second-to-last of ``x2``. Symbolic ``x2`` may have rank 1 or 2."""
     if not is_symbolic(x1, x2):
         return np.asarray(np.dot(eager(x1), eager(x2)))
-    x1, x2 = convert_to_tensor(x1), convert_to_tensor(x2)
+    x1, x2 = graph_operand(x1), graph_operand(x2)
     if x1.ndim == 0 or x2.ndim == 0:
         return O.multiply(x1, x2)
     if x2.ndim == 1:

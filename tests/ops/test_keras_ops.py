@@ -203,3 +203,29 @@ def test_more_math_on_both_sides():
         ops.gelu(placeholder((None, 3)), approximate=False)
     np.testing.assert_allclose(ops.gelu(np.array([1.0]), approximate=False), [0.8413447],
                                rtol=1e-6)
+
+
+def test_keras_style_layer_uses_variables_directly_and_trains():
+    """As in Keras's guides: ``self.w`` (not ``self.w.read``) in ``call`` and in ``add_loss``;
+    the weights are graph values, so they train and their penalty has a gradient."""
+    class Linear(hiapi.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight((input_shape[-1], 2), "ones", "w")
+            self.b = self.add_weight((2,), "zeros", "b")
+
+        def call(self, inputs):
+            self.add_loss(0.01 * ops.sum(ops.square(self.w)))
+            return ops.matmul(inputs, self.w) + self.b
+
+    x = RNG.normal(size=(16, 3)).astype(np.float32)
+    inputs = hiapi.Input((3,))
+    layer = Linear()
+    model = hiapi.Model(inputs, layer(inputs))
+    np.testing.assert_allclose(model.predict(x, verbose=0), x @ np.ones((3, 2)), rtol=1e-5)
+    model.compile(optimizer=hiapi.optimizers.SGD(0.1), loss="mse")
+    loss = model.evaluate(x, np.zeros((16, 2)), verbose=0)
+    assert loss == pytest.approx(((x @ np.ones((3, 2))) ** 2).mean() + 0.06, rel=1e-5)
+    model.fit(x, np.zeros((16, 2)), epochs=5, verbose=0)
+    assert np.abs(layer.w.numpy()).max() < 1.0       # both the data term and the penalty
+    assert ops.sum(layer.w).shape == ()                # outside call: a number, eagerly
+    assert (layer.w * 2.0).op.name == "multiply"       # operators read the graph value
