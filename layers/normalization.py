@@ -10,6 +10,16 @@ def moments(x, axes):
     return mean, ops.mean(ops.square(x - mean), axes, keepdims=True)
 
 
+def masked_moments(x, mask, axes, epsilon=1e-7):
+    """``moments`` over the real steps only: ``mask`` (x without its last axis) is true where a
+    step is real (Keras 3's masked batch statistics, epsilon included)."""
+    real = ops.expand_dims(mask, -1)
+    count = ops.sum(ops.broadcast_like(ops.cast(real, x.dtype), x), axes, keepdims=True)
+    mean = ops.sum(ops.where(real, x, 0.0), axes, keepdims=True) / (count + epsilon)
+    spread = ops.sum(ops.square(ops.where(real, x - mean, 0.0)), axes, keepdims=True)
+    return mean, spread / (count + epsilon)
+
+
 class _Normalization(Layer):
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
@@ -73,8 +83,10 @@ class BatchNormalization(_Normalization):
     Training: batch statistics, and the moving statistics are updated in the graph,
     ``moving = moving * momentum + batch * (1 - momentum)`` (Ioffe & Szegedy 2015,
     https://arxiv.org/abs/1502.03167). Inference (``training=False``, as in evaluate/predict):
-    the moving statistics.
+    the moving statistics. With a mask (padded sequences) the batch statistics are over the
+    real steps only, and the mask is passed on, as in Keras.
     """
+    supports_masking = True
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  moving_mean_initializer="zeros", moving_variance_initializer="ones", **kwargs):
@@ -92,11 +104,16 @@ class BatchNormalization(_Normalization):
                                                "moving_variance", trainable=False)
         self.built = True
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
         ndim, axes = inputs.ndim, self._axes(inputs.ndim)
         reduce_axes = tuple(a for a in range(ndim) if a not in axes)
+        if mask is not None and mask.ndim != ndim - 1:
+            raise ValueError(f"BatchNormalization {self.name!r}: the mask must have one axis "
+                             f"less than the input, got mask shape {mask.shape} for input "
+                             f"shape {inputs.shape}")
         if training and self.trainable:
-            mean, variance = moments(inputs, reduce_axes)
+            mean, variance = moments(inputs, reduce_axes) if mask is None else \
+                masked_moments(inputs, mask, reduce_axes)
             for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
                 batch = ops.reshape(ops.stop_gradient(batch), moving.shape)
                 self.add_update(moving, moving.read * self.momentum +

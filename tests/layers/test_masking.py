@@ -198,3 +198,20 @@ def test_masking_layer_trains_a_recurrent_model():
     before = model.evaluate(x, y, verbose=0)
     model.fit(x, y, epochs=10, batch_size=8, verbose=0)
     assert model.evaluate(x, y, verbose=0) < 0.9 * before
+
+
+def test_batch_normalization_statistics_over_real_steps():
+    x = RNG.normal(size=(3, 5, 4)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 1, 1, 0, 0]], bool)
+    layer = layers.BatchNormalization(momentum=0.0)
+    y = layer(x, training=True, mask=mask)
+    real = x[mask]
+    mean, variance = real.mean(0), real.var(0)
+    np.testing.assert_allclose(y, (x - mean) / np.sqrt(variance + 1e-3), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(layer.moving_mean.numpy(), mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer.moving_variance.numpy(), variance, rtol=1e-4, atol=1e-6)
+    inputs = hiapi.Input((5,), dtype="int64")
+    embedded = layers.Embedding(9, 4, mask_zero=True)(inputs)
+    assert layers.BatchNormalization()(embedded)._keras_mask is embedded._keras_mask
+    with pytest.raises(ValueError, match="one axis less"):
+        layers.BatchNormalization()(x, mask=np.ones((3, 5, 4), bool))
