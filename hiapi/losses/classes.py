@@ -134,9 +134,9 @@ class SparseCategoricalCrossentropy(_Builtin):
                 f"categorical_crossentropy)")
 
     def prepare_labels(self, y):
+        """Integer labels, shape kept: metrics see the labels as given (as in Keras), the loss
+        drops a trailing axis of size 1 itself."""
         y = np.asarray(y)
-        if y.ndim >= 2 and y.shape[-1] == 1:
-            y = y[..., 0]
         if y.dtype.kind == "f" and y.size and not np.all(np.mod(y, 1) == 0):
             raise ValueError(f"{self.name}: labels must be integer class indices, got "
                              f"non-integer values such as {y[np.mod(y, 1) != 0].flat[0]}")

@@ -268,3 +268,32 @@ def test_mean_metrics_skip_masked_steps():
     assert logs["mae"] == pytest.approx(np.abs(error)[real].mean(), rel=1e-5)
     weights = real * w[:, None]
     assert logs["wmse"] == pytest.approx((error ** 2 * weights).sum() / weights.sum(), rel=1e-5)
+
+
+def test_keras_guide_metric_with_hiapi_ops_sees_the_labels_as_given():
+    """The guide's CategoricalTruePositives, written with hiapi.ops, with labels (N, 1): the
+    sparse loss used to squeeze the labels before metrics saw them, so the guide's
+    ``y_true == reshape(argmax(y_pred), (-1, 1))`` broadcast to (N, N)."""
+    from hiapi import ops
+
+    class GuideTruePositives(metrics.Metric):
+        def __init__(self, name="categorical_true_positives", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.true_positives = self.add_variable(shape=(), name="ctp", initializer="zeros")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            y_pred = ops.reshape(ops.argmax(y_pred, axis=1), (-1, 1))
+            values = ops.cast(ops.cast(y_true, "int32") == ops.cast(y_pred, "int32"), "float32")
+            self.true_positives.assign_add(ops.sum(values))
+
+        def result(self):
+            return self.true_positives
+
+    x = RNG.normal(size=(20, 4)).astype(np.float32)
+    y = RNG.integers(0, 3, (20, 1))
+    model = hiapi.Sequential([hiapi.Input((4,)), hiapi.layers.Dense(3, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=[GuideTruePositives()])
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    _, count = model.evaluate(x, y, batch_size=6, verbose=0)
+    assert count == (model.predict(x, verbose=0).argmax(-1) == y[:, 0]).sum()
