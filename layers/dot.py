@@ -9,6 +9,9 @@ from hiapi.layers.layer import Layer
 
 
 class Dot(Layer):
+    def compute_mask(self, inputs, previous_mask=None):
+        return None          # as Keras: the product has no steps left to mask
+
     def __init__(self, axes, normalize=False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(axes, int):

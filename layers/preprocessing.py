@@ -19,6 +19,7 @@ class Rescaling(Layer):
     ``Rescaling(1 / 127.5, offset=-1)`` for [-1, 1]. Integer inputs (uint8 images) are cast to
     the layer's float dtype first. ``scale``/``offset`` may be arrays broadcasting against the
     input (one value per channel)."""
+    supports_masking = True
 
     def __init__(self, scale, offset=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -55,6 +56,7 @@ class Normalization(Layer):
     match Keras. ``adapt`` over batches merges per-batch moments exactly (Chan et al.), giving
     the same numbers as one pass over the concatenated data.
     """
+    supports_masking = True
 
     def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):
         super().__init__(**kwargs)

@@ -156,6 +156,12 @@ def test_custom_layer_compute_mask_and_mask_argument():
     assert passing.supports_masking
 
 
+def test_dot_ends_the_mask_quietly():
+    inputs = hiapi.Input((4,), dtype="int64")
+    x = layers.Embedding(9, 3, mask_zero=True)(inputs)
+    assert layers.Dot(axes=(2, 2))([x, x])._keras_mask is None      # no warning either
+
+
 def test_merge_layers_combine_masks():
     ids_in, x_in = hiapi.Input((4,), dtype="int64"), hiapi.Input((4, 3))
     embedded = layers.Embedding(9, 3, mask_zero=True)(ids_in)
@@ -180,7 +186,9 @@ def test_layers_that_pass_masks_as_keras():
     for layer in [layers.Dense(4), layers.Dropout(0.2), layers.Activation("relu"),
                   layers.LayerNormalization(), layers.Identity(), layers.GaussianNoise(0.1),
                   layers.GaussianDropout(0.1), layers.GroupNormalization(2),
-                  layers.SpatialDropout1D(0.1), layers.TimeDistributed(layers.Dense(4))]:
+                  layers.SpatialDropout1D(0.1), layers.TimeDistributed(layers.Dense(4)),
+                  layers.BatchNormalization(), layers.Rescaling(2.0),
+                  layers.Normalization(mean=0.0, variance=1.0)]:
         y = layer(x)
         assert y._keras_mask is x._keras_mask, type(layer).__name__
 
