@@ -168,3 +168,13 @@ def test_config_round_trip_and_errors():
         shared(q, q, use_causal_mask=True)
     with pytest.raises(ValueError, match="attention_axes"):
         layers.MultiHeadAttention(2, 2, attention_axes=(3,))(randn(1, 3, 4), randn(1, 3, 4))
+
+
+def test_gradients_match_finite_differences():
+    from check_op import check_op
+    q, v = RNG.normal(size=(2, 4, 6)), RNG.normal(size=(2, 5, 6))
+    cross = layers.MultiHeadAttention(2, 3, bias_initializer="random_normal")
+    check_op(lambda a, b: cross(a, b), [q, v], batch=True, atol=1e-5, rtol=1e-4)
+    causal = layers.MultiHeadAttention(2, 3)
+    check_op(lambda a: causal(a, a, use_causal_mask=True), [q], batch=True, atol=1e-5,
+             rtol=1e-4)

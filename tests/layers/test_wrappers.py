@@ -192,3 +192,11 @@ def test_bidirectional_trains_and_saves(tmp_path):
 def test_reverse_time_gradient():
     x = np.linspace(-1, 1, 24).reshape(2, 4, 3)
     check_op(reverse_time, [x], lambda a: a[:, ::-1], batch=True)
+
+
+def test_masked_bidirectional_gradient():
+    from hiapi.graph import ops
+    x = np.linspace(-1, 1, 30).reshape(2, 5, 3)
+    mask = ops.constant(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool))
+    layer = layers.Bidirectional(layers.LSTM(3, return_sequences=True))
+    check_op(lambda a: layer(a, mask=mask), [x], atol=1e-5, rtol=1e-4)
