@@ -65,10 +65,14 @@ class MetricVariable:
         return self
 
     def assign_add(self, value):
-        return self.assign(self._value + np.asarray(value))
+        try:             # in place: metrics add to their variables at every step
+            np.add(self._value, value, out=self._value, casting="unsafe")
+        except ValueError:
+            return self.assign(self._value + np.asarray(value))
+        return self
 
     def assign_sub(self, value):
-        return self.assign(self._value - np.asarray(value))
+        return self.assign_add(-np.asarray(value))
 
     def reset(self):
         self._value[...] = self._initial

@@ -164,8 +164,9 @@ class CompiledTargets:
     def record(self, results, batch_size):
         """Add one step's outputs; returns the step's total loss."""
         position = 0
-        for tracker in self._loss_trackers:
-            tracker.update_state(float(results[position]), sample_weight=batch_size)
+        for tracker in self._loss_trackers:      # Mean.update_state(loss, batch_size), inlined
+            tracker.total.assign_add(float(results[position]) * batch_size)
+            tracker.count.assign_add(batch_size)
             position += 1
         for (_, metric), size in zip(self.metrics, self._metric_sizes):
             metric.merge_step_outputs(results[position:position + size])
