@@ -11,8 +11,9 @@ later: less often while the answer stays the same, at once when the step time mo
 
 It only runs when hiapi chose the budget. A count fixed by the user (``HIAPI_NUM_THREADS``,
 ``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept, and so is the full budget after
-``hiapi.utils.set_random_seed``: OpenBLAS splits a GEMM differently for different thread counts,
-so the last bits of the results, and a seeded run's weights, would depend on the timing.
+``hiapi.utils.set_random_seed`` or for a model resumed from a seeded run: OpenBLAS splits a
+GEMM differently for different thread counts, so the last bits of the results, and a seeded
+run's weights, would depend on the timing.
 """
 import time
 from collections import deque
@@ -38,6 +39,14 @@ def candidates(budget):
     return counts + [1]
 
 
+def _seeded(model):
+    """Whether this model's batch order comes from a seed the user set (a model loaded from a
+    seeded run keeps its seed), i.e. the user expects bit-identical weights."""
+    from hiapi import random
+    seed = getattr(model, "_shuffle_seed", None)
+    return seed is not None and seed != random.shuffle_seed()
+
+
 class ThreadTuner(Callback):
     """Times train steps with each candidate thread count and keeps the fastest."""
 
@@ -47,7 +56,7 @@ class ThreadTuner(Callback):
         self.probes = 0
 
     def on_train_begin(self, logs=None):
-        self.active = threads.adaptive()
+        self.active = threads.adaptive() and not _seeded(self.model)
         if not self.active:
             return
         self.options = candidates(threads.budget().threads)

@@ -47,6 +47,7 @@ def test_candidates_are_the_budget_its_halves_and_one():
 
 def test_keeps_the_fastest_count_and_follows_a_change_of_load(machine):
     tuner = ThreadTuner()
+    tuner.set_model(None)
     tuner.on_train_begin()
     machine.run(tuner, 1 + 3 * (1 + thread_tuner.PROBE_STEPS))    # compile step + one probe
     assert tuner.choice == 1 and machine.current == 1
@@ -62,6 +63,7 @@ def test_keeps_the_fastest_count_and_follows_a_change_of_load(machine):
 
 def test_probes_less_often_while_the_choice_holds(machine):
     tuner = ThreadTuner()
+    tuner.set_model(None)
     tuner.on_train_begin()
     machine.run(tuner, 3000)
     assert tuner.interval == thread_tuner.MAX_INTERVAL
@@ -71,6 +73,7 @@ def test_probes_less_often_while_the_choice_holds(machine):
 def test_inactive_when_not_adaptive(machine, monkeypatch):
     monkeypatch.setattr(threads, "adaptive", lambda: False)
     tuner = ThreadTuner()
+    tuner.set_model(None)
     tuner.on_train_begin()
     machine.run(tuner, 200)
     assert set(machine.used) == {4} and tuner.choice is None
@@ -95,6 +98,14 @@ def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
     assert not threads.adaptive()                       # set_random_seed was called
 
 
+def test_off_for_a_model_whose_batch_order_was_seeded(machine):
+    tuner = ThreadTuner()
+    tuner.set_model(type("Resumed", (), {"_shuffle_seed": hiapi.random.shuffle_seed() + 1})())
+    tuner.on_train_begin()
+    machine.run(tuner, 200)
+    assert set(machine.used) == {4}
+
+
 def test_fit_runs_with_the_tuner_and_ends_on_a_candidate():
     model = hiapi.Sequential([hiapi.Input((20,)), hiapi.layers.Dense(8, activation="relu"),
                               hiapi.layers.Dense(2, activation="softmax")])
@@ -107,6 +118,7 @@ def test_fit_runs_with_the_tuner_and_ends_on_a_candidate():
 
 def test_a_sudden_change_of_step_time_probes_at_once(machine):
     tuner = ThreadTuner()
+    tuner.set_model(None)
     tuner.on_train_begin()
     machine.run(tuner, 3000)                   # settled on 1 thread, probing every 800 steps
     assert tuner.choice == 1 and tuner.interval == thread_tuner.MAX_INTERVAL
