@@ -6,20 +6,23 @@ with a reduction; ``compile(loss=...)`` takes either, a name, or any ``f(y_true,
 Labels of shape (batch,) go with predictions of shape (batch, 1), as in Keras.
 """
 from hiapi.losses.functions import (
-    KLD, MAE, MAPE, MSE, MSLE, binary_crossentropy, categorical_crossentropy, categorical_hinge,
+    KLD, MAE, MAPE, MSE, MSLE, binary_crossentropy, binary_focal_crossentropy,
+    categorical_crossentropy, categorical_focal_crossentropy, categorical_hinge,
     cosine_similarity, hinge, huber, kl_divergence, kld, kullback_leibler_divergence, log_cosh,
     logcosh, mae, mape, mean_absolute_error, mean_absolute_percentage_error,
     mean_squared_error, mean_squared_logarithmic_error, mse, msle, poisson,
     sparse_categorical_crossentropy, squared_hinge)
 from hiapi.losses.loss import REDUCTIONS, Loss, LossFunctionWrapper
 from hiapi.losses.classes import (
-    BinaryCrossentropy, CategoricalCrossentropy, CategoricalHinge, CosineSimilarity, Hinge,
+    BinaryCrossentropy, BinaryFocalCrossentropy, CategoricalCrossentropy,
+    CategoricalFocalCrossentropy, CategoricalHinge, CosineSimilarity, Hinge,
     Huber, KLDivergence, LogCosh, MeanAbsoluteError, MeanAbsolutePercentageError,
     MeanSquaredError, MeanSquaredLogarithmicError, Poisson, SparseCategoricalCrossentropy,
     SquaredHinge)
 
 _CLASSES = {cls.__name__: cls for cls in (
-    BinaryCrossentropy, CategoricalCrossentropy, CategoricalHinge, CosineSimilarity, Hinge,
+    BinaryCrossentropy, BinaryFocalCrossentropy, CategoricalCrossentropy,
+    CategoricalFocalCrossentropy, CategoricalHinge, CosineSimilarity, Hinge,
     Huber, KLDivergence, LogCosh, MeanAbsoluteError, MeanAbsolutePercentageError,
     MeanSquaredError, MeanSquaredLogarithmicError, Poisson, SparseCategoricalCrossentropy,
     SquaredHinge, LossFunctionWrapper)}
@@ -28,6 +31,8 @@ _BY_NAME = {
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
     "categorical_crossentropy": CategoricalCrossentropy,
     "binary_crossentropy": BinaryCrossentropy,
+    "binary_focal_crossentropy": BinaryFocalCrossentropy,
+    "categorical_focal_crossentropy": CategoricalFocalCrossentropy,
     "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError, "MSE": MeanSquaredError,
     "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError,
     "MAE": MeanAbsoluteError,

@@ -109,6 +109,31 @@ class CategoricalCrossentropy(_Probabilistic):
         super().check_labels(y_true_shape, y_pred_shape)
 
 
+class BinaryFocalCrossentropy(_Builtin):
+    """Binary cross-entropy that down-weights easy examples (see ``binary_focal_crossentropy``)."""
+    function = staticmethod(functions.binary_focal_crossentropy)
+
+    def __init__(self, apply_class_balancing=False, alpha=0.25, gamma=2.0, from_logits=False,
+                 label_smoothing=0.0, axis=-1, reduction=SUM_OVER_BATCH,
+                 name="binary_focal_crossentropy", dtype=None):
+        super().__init__(reduction=reduction, name=name, dtype=dtype,
+                         apply_class_balancing=bool(apply_class_balancing), alpha=float(alpha),
+                         gamma=float(gamma), from_logits=bool(from_logits),
+                         label_smoothing=float(label_smoothing), axis=int(axis))
+
+
+class CategoricalFocalCrossentropy(_Builtin):
+    """Categorical cross-entropy that down-weights easy examples (see
+    ``categorical_focal_crossentropy``)."""
+    function = staticmethod(functions.categorical_focal_crossentropy)
+
+    def __init__(self, alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction=SUM_OVER_BATCH, name="categorical_focal_crossentropy", dtype=None):
+        super().__init__(reduction=reduction, name=name, dtype=dtype, alpha=float(alpha),
+                         gamma=float(gamma), from_logits=bool(from_logits),
+                         label_smoothing=float(label_smoothing), axis=int(axis))
+
+
 class SparseCategoricalCrossentropy(_Builtin):
     """Cross-entropy against integer class labels of shape (batch,) or (batch, 1); labels equal
     to ``ignore_class`` contribute 0."""

@@ -211,6 +211,40 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
 
 
 @loss_function
+def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing=False, alpha=0.25,
+                              gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1):
+    """Binary cross-entropy scaled by ``(1 - p_t)^gamma`` so easy examples count less (Lin et
+    al. 2017, https://arxiv.org/abs/1708.02002); with ``apply_class_balancing`` class 1 weighs
+    ``alpha`` and class 0 ``1 - alpha``."""
+    y_true, y_pred = _aligned("binary_focal_crossentropy", y_true, y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    p = _clip(ops.sigmoid(y_pred) if from_logits else y_pred)
+    bce = -(y_true * ops.log(p) + (1.0 - y_true) * ops.log(1.0 - p))
+    p_t = y_true * p + (1.0 - y_true) * (1.0 - p)
+    focal = ops.power(1.0 - p_t, float(gamma)) * bce
+    if apply_class_balancing:
+        focal = (y_true * alpha + (1.0 - y_true) * (1.0 - alpha)) * focal
+    return ops.mean(focal, axis=axis)
+
+
+@loss_function
+def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0, from_logits=False,
+                                   label_smoothing=0.0, axis=-1):
+    """Categorical cross-entropy with each class's term scaled by ``alpha * (1 - p)^gamma``
+    (Lin et al. 2017), for one-hot labels."""
+    y_true, y_pred = _aligned("categorical_focal_crossentropy", y_true, y_pred)
+    y_true, y_pred = _to_last(y_true, axis), _to_last(y_pred, axis)
+    if from_logits:
+        y_pred = ops.softmax(y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / y_pred.shape[-1]
+    p = _clip(y_pred / ops.sum(y_pred, axis=-1, keepdims=True))
+    weight = alpha * ops.power(1.0 - p, float(gamma))
+    return ops.sum(weight * (-y_true * ops.log(p)), axis=-1)
+
+
+@loss_function
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None,
                                     axis=-1):
     """Cross-entropy against integer class labels, shaped like the predictions without

@@ -233,3 +233,63 @@ def test_loss_subclass_as_in_keras():
     t, p = RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2))
     assert ScaledMSE()(t, p) == pytest.approx(2 * ((p - t) ** 2).mean())
     assert ScaledMSE().name == "scaled_mse"
+
+
+def scaled_mae(y_true, y_pred):
+    return 3.0 * losses.mean_absolute_error(y_true, y_pred)
+
+
+@hiapi.saving.register_keras_serializable(package="tests")
+class FocusedMSE(losses.Loss):
+    def __init__(self, power=2.0, **kwargs):
+        super().__init__(**kwargs)
+        self.power = power
+
+    def call(self, y_true, y_pred):
+        return ops.mean(ops.power(ops.abs(y_pred - y_true), self.power), axis=-1)
+
+    def get_config(self):
+        return {**super().get_config(), "power": self.power}
+
+
+@pytest.mark.parametrize("loss, custom_objects", [
+    (scaled_mae, {"scaled_mae": scaled_mae}), (FocusedMSE(power=3.0), None),
+    (losses.Huber(delta=0.25, reduction="sum"), None), ("msle", None)])
+def test_compiled_losses_save_and_load(tmp_path, loss, custom_objects):
+    x = RNG.uniform(size=(12, 2)).astype(np.float32)
+    y = RNG.uniform(size=(12, 1)).astype(np.float32)
+    model = hiapi.Sequential([hiapi.Input((2,)), hiapi.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=loss)
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(tmp_path / "m.hiapi")
+    loaded = hiapi.models.load_model(tmp_path / "m.hiapi", custom_objects=custom_objects)
+    assert loaded.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0))
+    if custom_objects:
+        with pytest.raises(ValueError, match="Unknown function 'scaled_mae'"):
+            hiapi.models.load_model(tmp_path / "m.hiapi")
+
+
+def test_focal_crossentropies():
+    # Keras's documented example: [[0, 1], [0, 0]] against [[0.6, 0.4], [0.4, 0.6]], gamma=2
+    got = losses.binary_focal_crossentropy(np.array([[0.0, 1.0], [0.0, 0.0]]),
+                                           np.array([[0.6, 0.4], [0.4, 0.6]]), gamma=2.0)
+    np.testing.assert_allclose(got, [0.330, 0.206], atol=5e-4)
+    t = RNG.integers(0, 2, (4, 3)).astype(float)
+    z = RNG.normal(size=(4, 3))
+    p = 1 / (1 + np.exp(-z))
+    p_t = t * p + (1 - t) * (1 - p)
+    bce = -(t * np.log(p) + (1 - t) * np.log(1 - p))
+    balance = t * 0.3 + (1 - t) * 0.7
+    np.testing.assert_allclose(
+        losses.binary_focal_crossentropy(t, z, apply_class_balancing=True, alpha=0.3, gamma=1.5,
+                                         from_logits=True),
+        (balance * (1 - p_t) ** 1.5 * bce).mean(-1), rtol=1e-6)
+    onehot = np.eye(3)[RNG.integers(0, 3, 4)]
+    q = softmax(z)
+    np.testing.assert_allclose(
+        losses.categorical_focal_crossentropy(onehot, z, from_logits=True),
+        (0.25 * (1 - q) ** 2 * -onehot * np.log(q)).sum(-1), rtol=1e-6)
+    loss = losses.get("binary_focal_crossentropy")
+    assert isinstance(loss, losses.BinaryFocalCrossentropy)
+    copy = losses.deserialize(losses.serialize(losses.CategoricalFocalCrossentropy(gamma=3.0)))
+    assert copy.get_config()["gamma"] == 3.0
