@@ -264,14 +264,20 @@ def _same_sequence(template, items):
 
 
 def _flatten(structure):
+    """The leaves of nested lists, tuples and dicts; a dict's in sorted key order (as Keras's
+    ``tree.flatten``), so a model built with dict inputs or outputs has a fixed order."""
     if isinstance(structure, (list, tuple)):
         return [v for item in structure for v in _flatten(item)]
+    if isinstance(structure, dict):
+        return [v for key in sorted(structure) for v in _flatten(structure[key])]
     return [structure]
 
 
 def _map(fn, structure):
     if isinstance(structure, (list, tuple)):
         return type(structure)(_map(fn, item) for item in structure)
+    if isinstance(structure, dict):       # visited in _flatten's order
+        return {key: _map(fn, structure[key]) for key in sorted(structure)}
     return fn(structure)
 
 

@@ -81,7 +81,9 @@ class Trainer:
     def output_names(self, count):
         """Keras's output names: the layers that produce the outputs."""
         symbolic = getattr(self, "outputs", None)
-        if symbolic:
+        if isinstance(getattr(self, "_outputs_struct", None), dict):
+            names = sorted(self._outputs_struct)        # Model(outputs={"name": ...})
+        elif symbolic:
             names = [var._keras_history[0].name for var in symbolic]
         elif getattr(self, "_stack", None):
             names = [self._stack[-1].name]
@@ -103,6 +105,8 @@ class Trainer:
 
     def _input_names(self):
         """The Input layers' names (functional models), for x given as a dict."""
+        if isinstance(getattr(self, "_inputs_struct", None), dict):
+            return sorted(self._inputs_struct)           # Model(inputs={"name": ...})
         symbolic = getattr(self, "inputs", None)
         return [var._keras_history[0].name for var in symbolic] if symbolic else None
 
@@ -302,7 +306,14 @@ class Trainer:
         hooks.on_predict_end()
         if not chunks:       # no samples: run the empty batch for each output's (0, ...) shape
             chunks.append(predict(*source.first[0]))
-        return _single([np.concatenate(parts) for parts in zip(*chunks)])
+        return self._as_output_structure([np.concatenate(parts) for parts in zip(*chunks)])
+
+    def _as_output_structure(self, arrays):
+        """Predictions shaped like the outputs: a dict for ``Model(outputs={...})`` (Keras),
+        else one array or a list."""
+        structure = getattr(self, "_outputs_struct", None)
+        return dict(zip(sorted(structure), arrays)) if isinstance(structure, dict) else \
+            _single(arrays)
 
     # ---- single batches ----------------------------------------------------------------------
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
@@ -328,7 +339,7 @@ class Trainer:
     def predict_on_batch(self, x):
         xs, _, _ = self._prepare(x)
         outputs = self._step("predict", xs)(*xs)
-        return outputs[0] if len(outputs) == 1 else outputs
+        return self._as_output_structure(list(outputs))
 
     def memory_report(self, print_fn=None):
         """Print the memory plan of the last compiled train step (see ``hiapi.graph.memory``):

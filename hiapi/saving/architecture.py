@@ -52,6 +52,8 @@ def _functional_config(model):
                         "batch_size": var.shape[0], "dtype": var.dtype.name}
                        for var in model.inputs],
             "layers": layers, "nodes": nodes,
+            "input_keys": sorted(model._inputs_struct)
+            if isinstance(model._inputs_struct, dict) else None,
             "outputs": _map(refs.__getitem__, model._outputs_struct)}
 
 
@@ -81,8 +83,9 @@ def deserialize_layer(config, custom_objects=None):
             result = call(call_inputs)
             outputs.append(_flatten(result))
         resolve = lambda ref: inputs[ref[1]] if ref[0] == "input" else outputs[ref[1]][ref[2]]
-        return Model(inputs if len(inputs) > 1 else inputs[0],
-                     _map_refs(resolve, body["outputs"]), name=body["name"],
+        structure = dict(zip(body["input_keys"], inputs)) if body.get("input_keys") else \
+            inputs if len(inputs) > 1 else inputs[0]
+        return Model(structure, _map_refs(resolve, body["outputs"]), name=body["name"],
                      trainable=body.get("trainable", True))
     cls = get_class(name, custom_objects)
     if "custom_objects" in inspect.signature(cls.from_config).parameters:
@@ -94,6 +97,8 @@ def _map_refs(resolve, structure):
     """Apply ``resolve`` to each ``[kind, ...]`` reference in a nested list structure."""
     if isinstance(structure, list) and structure and isinstance(structure[0], str):
         return resolve(structure)
+    if isinstance(structure, dict):
+        return {key: _map_refs(resolve, item) for key, item in structure.items()}
     return [_map_refs(resolve, item) for item in structure]
 
 

@@ -94,3 +94,37 @@ def test_an_input_outside_the_model_is_named():
     a, b = hiapi.Input((3,), name="a"), hiapi.Input((3,), name="b")
     with pytest.raises(ValueError, match="depend on Input 'b'"):
         hiapi.Model(a, layers.Dense(3)(a) + b)
+
+
+def dict_model():
+    hiapi.utils.set_random_seed(2)
+    image, meta = hiapi.Input((6,), name="image_in"), hiapi.Input((2,), name="meta_in")
+    hidden = layers.Dense(4, activation="relu")(layers.concatenate([image, meta]))
+    return hiapi.Model(inputs={"meta": meta, "image": image},
+                       outputs={"score": layers.Dense(1)(hidden),
+                                "kind": layers.Dense(3, activation="softmax")(hidden)})
+
+
+def test_dict_inputs_and_outputs_fit_predict_save_and_nest(tmp_path):
+    model = dict_model()
+    assert [v.name for v in model.inputs] == ["image_in", "meta_in"]    # sorted keys
+    x = {"image": RNG.normal(size=(16, 6)), "meta": RNG.normal(size=(16, 2))}
+    y = {"kind": RNG.integers(0, 3, 16), "score": RNG.normal(size=(16, 1))}
+    model.compile(optimizer="adam", loss={"kind": "sparse_categorical_crossentropy",
+                                          "score": "mse"}, metrics={"kind": ["accuracy"]})
+    history = model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    assert {"kind_loss", "score_loss", "kind_accuracy"} <= set(history.history)
+    predictions = model.predict(x, verbose=0)
+    assert set(predictions) == {"kind", "score"} and predictions["kind"].shape == (16, 3)
+    assert set(model.predict_on_batch(x)) == {"kind", "score"}
+    model.save(tmp_path / "m.hiapi")
+    loaded = hiapi.models.load_model(tmp_path / "m.hiapi")
+    again = loaded.predict(x, verbose=0)
+    for key in predictions:
+        np.testing.assert_allclose(again[key], predictions[key], rtol=1e-6)
+    image, meta = hiapi.Input((6,)), hiapi.Input((2,))
+    outer = model({"image": image, "meta": meta})
+    assert set(outer) == {"kind", "score"}
+    wrapper = hiapi.Model([image, meta], outer["score"] * 2.0)
+    np.testing.assert_allclose(wrapper.predict([x["image"], x["meta"]], verbose=0),
+                               2 * predictions["score"], rtol=1e-5)
