@@ -93,7 +93,7 @@ def test_functional_multi_input_multi_output_ticket_model():
     priority_pred = layers.Dense(1, name="priority")(x)
     department_pred = layers.Dense(num_departments, name="department")(x)
     model = keras.Model(inputs=[title_input, body_input, tags_input],
-                        outputs=[priority_pred, department_pred])
+                        outputs={"priority": priority_pred, "department": department_pred})
     model.compile(optimizer=keras.optimizers.RMSprop(1e-3),
                   loss={"priority": keras.losses.BinaryCrossentropy(from_logits=True),
                         "department": keras.losses.CategoricalCrossentropy(from_logits=True)},
@@ -105,6 +105,9 @@ def test_functional_multi_input_multi_output_ticket_model():
                "department": np.eye(num_departments)[RNG.integers(num_departments, size=n)]}
     history = model.fit(data, targets, epochs=2, batch_size=16, verbose=0)
     assert len(history.history["loss"]) == 2 and np.isfinite(history.history["loss"]).all()
+    predictions = model.predict(data, verbose=0)
+    assert predictions["priority"].shape == (n, 1)
+    assert predictions["department"].shape == (n, num_departments)
 
 
 def test_functional_shared_layers_and_residual_connections():
