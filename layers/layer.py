@@ -158,7 +158,13 @@ class Layer(LayerIO):
         """The mask of the output; by default the input's (used when ``supports_masking``)."""
         return previous_mask
 
-    def __call__(self, *args, training=None, mask=None):
+    def __call__(self, *args, training=None, mask=None, **kwargs):
+        if "inputs" in kwargs:
+            args = (kwargs.pop("inputs"),) + args
+        if kwargs:
+            raise TypeError(f"Layer {self.name!r}: call arguments other than the inputs, "
+                            f"training and mask are not supported, got {sorted(kwargs)}; "
+                            f"pass tensors positionally (layer(x, y) for call(self, x, y))")
         inputs = _call_inputs(self, args)
         if len(args) == 2 and inputs is args[0]:
             training = args[1]        # layer(x, True): training given positionally

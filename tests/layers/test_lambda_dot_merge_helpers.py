@@ -150,3 +150,10 @@ def test_call_with_mask_gets_the_mask():
     embedded = layers.Embedding(5, 2, mask_zero=True, embeddings_initializer="ones")(inputs)
     out = hiapi.Model(inputs, MaskAware()(embedded)).predict(tokens, verbose=0)
     np.testing.assert_array_equal(out[0, :, 0], [1, 1, 0, 0])
+
+
+def test_call_keywords_inputs_and_unsupported_ones():
+    np.testing.assert_allclose(NoTraining()(inputs=A), 2 * A)
+    np.testing.assert_allclose(NoTraining()(A, True), 2 * A)       # training positionally
+    with pytest.raises(TypeError, match="Layer 'odd': call arguments other than .*'context'"):
+        NoTraining(name="odd")(A, context=B)
