@@ -38,7 +38,12 @@ class Executable:
         self.output_slots = [slot[var] for var in outputs]
         update_slots = [(variable, slot[value], _may_alias_state(value))
                         for variable, value in updates]
-        self.direct_updates = self._direct_updates(update_slots)
+        # A backend whose kernels check input on the device and raise later (cupy: an
+        # out-of-range label or embedding index) gets no in-place updates: its Variables are
+        # written after the checks pass, so a failed step leaves them untouched, as on numpy.
+        self.checks = getattr(backend, "checks", None)
+        self.direct_updates = [] if self.checks is not None else \
+            self._direct_updates(update_slots)
         direct = {i for i, _ in self.direct_updates}
         self.update_slots = [u for u in update_slots if u[1] not in direct]
         # slots bound to Variable storage each run: old values read, new values written in place
@@ -155,6 +160,8 @@ class Executable:
         else:
             self._timed_steps(bufs, times)
         results = [self.backend.to_numpy(bufs[i]).copy() for i in self.output_slots]
+        if self.checks is not None:
+            self.checks.verify()            # also when there are no outputs to copy back
         new_values = [(variable, bufs[i].copy() if alias else bufs[i])
                       for variable, i, alias in self.update_slots]
         for variable, value in new_values:
