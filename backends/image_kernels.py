@@ -3,8 +3,9 @@ against an array module ``xp`` so the numpy and cupy backends share one copy (nu
 numpy's). ``register(backend)`` adds them to a backend's registry.
 
 Sampling is planned once per call: for every output pixel, the flat input index, weight and
-validity of each interpolation neighbour (1 for nearest, 4 for bilinear), computed in float64 so
-integer translations and flips land exactly on pixels.
+validity of each interpolation neighbour (1 for nearest, 4 for bilinear). Source points are
+computed in the images' dtype, as Keras does, so ties in nearest rounding fall the same way
+(0.9 * 5 is 4.5 in float32, not in float64); integer points stay exact either way.
 """
 
 
@@ -42,7 +43,9 @@ def _axis_taps(xp, coord, size, interpolation, fill_mode):
     """(index, weight, valid) for each neighbour along one axis; out-of-range neighbours are
     invalid only in constant mode, where they read the fill value."""
     if interpolation == "nearest":
-        pairs = [(xp.round(coord), xp.ones_like(coord))]
+        # half away from zero, as JAX's map_coordinates and TensorFlow round (numpy's round
+        # goes to even, which picks the other pixel on exact ties, common in flips/rotations)
+        pairs = [(xp.sign(coord) * xp.floor(xp.abs(coord) + 0.5), xp.ones_like(coord))]
     else:
         low = xp.floor(coord)
         frac = coord - low
@@ -55,15 +58,21 @@ def _axis_taps(xp, coord, size, interpolation, fill_mode):
     return taps
 
 
-def _plan(xp, transforms, batch, in_hw, out_hw, interpolation, fill_mode):
-    """[(flat input row index, weight, valid)] per neighbour, each of shape (n, oh, ow)."""
-    (h, w), (oh, ow) = in_hw, out_hw
-    t = xp.broadcast_to(transforms.astype(xp.float64), (batch, 8)).reshape(batch, 8, 1, 1)
-    rows = xp.arange(oh, dtype=xp.float64).reshape(1, oh, 1)
-    cols = xp.arange(ow, dtype=xp.float64).reshape(1, 1, ow)
+def source_points(xp, transforms, batch, out_hw, dtype):
+    """(rows, cols) in the input read by each output pixel, each of shape (n, oh, ow)."""
+    oh, ow = out_hw
+    t = xp.broadcast_to(transforms.astype(dtype), (batch, 8)).reshape(batch, 8, 1, 1)
+    rows = xp.arange(oh, dtype=dtype).reshape(1, oh, 1)
+    cols = xp.arange(ow, dtype=dtype).reshape(1, 1, ow)
     k = t[:, 6] * cols + t[:, 7] * rows + 1.0
-    x = (t[:, 0] * cols + t[:, 1] * rows + t[:, 2]) / k
-    y = (t[:, 3] * cols + t[:, 4] * rows + t[:, 5]) / k
+    return (t[:, 3] * cols + t[:, 4] * rows + t[:, 5]) / k, \
+        (t[:, 0] * cols + t[:, 1] * rows + t[:, 2]) / k
+
+
+def _plan(xp, transforms, batch, in_hw, out_hw, interpolation, fill_mode, dtype):
+    """[(flat input row index, weight, valid)] per neighbour, each of shape (n, oh, ow)."""
+    h, w = in_hw
+    y, x = source_points(xp, transforms, batch, out_hw, dtype)
     base = xp.arange(batch, dtype=xp.int64).reshape(batch, 1, 1) * (h * w)
     return [(base + iy * w + ix, wy * wx, vy & vx)
             for iy, wy, vy in _axis_taps(xp, y, h, interpolation, fill_mode)
@@ -76,7 +85,7 @@ def image_transform(xp):
         flat = images.reshape(n * h * w, c)
         out[...] = 0
         for index, weight, valid in _plan(xp, transforms, n, (h, w), output_hw,
-                                          interpolation, fill_mode):
+                                          interpolation, fill_mode, out.dtype):
             out += xp.take(flat, index, axis=0) * (weight * valid).astype(out.dtype)[..., None]
             if fill_mode == "constant" and fill_value:
                 out += (fill_value * weight * ~valid).astype(out.dtype)[..., None]
@@ -98,7 +107,7 @@ def image_transform_grad(xp):
         h, w = input_hw
         total = xp.zeros((n * h * w, c), out.dtype)
         for index, weight, valid in _plan(xp, transforms, n, (h, w), (oh, ow),
-                                          interpolation, fill_mode):
+                                          interpolation, fill_mode, out.dtype):
             _scatter_add(xp, total, index.reshape(-1),
                          (g * (weight * valid).astype(g.dtype)[..., None]).reshape(-1, c))
         out[...] = total.reshape(out.shape)

@@ -1,13 +1,14 @@
-"""``image_transform`` and its adjoint as numba loops: one pass per output row computing each
-pixel's source point and reading (or, for the adjoint, adding to) its 1 or 4 neighbours, instead
-of the numpy kernel's whole-batch index and weight arrays. The source point, fill-mode folding
-and rounding (half to even) are those of the shared numpy/cupy kernel, so both agree to
-float rounding. The forward is parallel over (image, row); the adjoint over images, since
-rows of one image may add to the same input pixel.
+"""``image_transform`` and its adjoint as numba loops: one pass per output row reading (or, for
+the adjoint, adding to) each pixel's 1 or 4 neighbours, instead of the numpy kernel's
+whole-batch index and weight arrays. The source points come from the shared kernel's
+``source_points`` (so ties round the same way) and the fill-mode folding and rounding (half away
+from zero) are the same, so both agree to float rounding. The forward is parallel over
+(image, row); the adjoint over images, since rows of one image may add to the same input pixel.
 """
 import numpy as np
 from numba import njit, prange
 
+from hiapi.backends.image_kernels import source_points
 from hiapi.backends.numba_backend import backend
 
 _MODES = {"constant": 0, "nearest": 1, "wrap": 2, "mirror": 3, "reflect": 4}
@@ -35,16 +36,11 @@ def _fold(i, size, mode):
 
 
 @njit(cache=True, inline="always")
-def _source(t, r, col):
-    k = t[6] * col + t[7] * r + 1.0
-    return (t[3] * col + t[4] * r + t[5]) / k, (t[0] * col + t[1] * r + t[2]) / k
-
-
-@njit(cache=True, inline="always")
 def _taps(y, x, bilinear, h, w, mode, rows, cols, weights):
     """Fill up to 4 neighbours (row, col, weight); row -1 marks one outside (constant)."""
     if not bilinear:
-        count, ys, xs = 1, np.rint(y), np.rint(x)
+        count = 1
+        ys, xs = np.sign(y) * np.floor(abs(y) + 0.5), np.sign(x) * np.floor(abs(x) + 0.5)
         rows[0], cols[0], weights[0] = int(ys), int(xs), 1.0
     else:
         count = 4
@@ -61,17 +57,16 @@ def _taps(y, x, bilinear, h, w, mode, rows, cols, weights):
 
 
 @njit(parallel=True, cache=True)
-def _transform(out, images, t, bilinear, mode, fill):
+def _transform(out, images, ys, xs, bilinear, mode, fill):
     n, h, w, channels = images.shape
     oh, ow = out.shape[1], out.shape[2]
     for p in prange(n * oh):
         b, r = p // oh, p % oh
-        tb = t[b]
         rows, cols = np.empty(4, np.int64), np.empty(4, np.int64)
         weights = np.empty(4, np.float64)
         for col in range(ow):
-            y, x = _source(tb, r, col)
-            count = _taps(y, x, bilinear, h, w, mode, rows, cols, weights)
+            count = _taps(np.float64(ys[b, r, col]), np.float64(xs[b, r, col]), bilinear, h,
+                          w, mode, rows, cols, weights)
             for c in range(channels):
                 out[b, r, col, c] = 0
             for i in range(count):
@@ -84,36 +79,31 @@ def _transform(out, images, t, bilinear, mode, fill):
 
 
 @njit(parallel=True, cache=True)
-def _transform_grad(out, g, t, bilinear, mode):
+def _transform_grad(out, g, ys, xs, bilinear, mode):
     n, h, w, channels = out.shape
     oh, ow = g.shape[1], g.shape[2]
     for b in prange(n):
-        tb = t[b]
         rows, cols = np.empty(4, np.int64), np.empty(4, np.int64)
         weights = np.empty(4, np.float64)
         out[b] = 0
         for r in range(oh):
             for col in range(ow):
-                y, x = _source(tb, r, col)
-                count = _taps(y, x, bilinear, h, w, mode, rows, cols, weights)
+                count = _taps(np.float64(ys[b, r, col]), np.float64(xs[b, r, col]), bilinear,
+                              h, w, mode, rows, cols, weights)
                 for i in range(count):
                     if rows[i] >= 0:
                         for c in range(channels):
                             out[b, rows[i], cols[i], c] += weights[i] * g[b, r, col, c]
 
 
-def _rows(transforms, batch):
-    """One float64 transform row per image (a single row is shared by the batch)."""
-    return np.ascontiguousarray(np.broadcast_to(transforms, (batch, 8)), np.float64)
-
-
 @backend.register("image_transform")
 def image_transform(out, images, transforms, output_hw, interpolation, fill_mode, fill_value):
-    _transform(out, images, _rows(transforms, len(images)), interpolation == "bilinear",
-               _MODES[fill_mode], float(fill_value))
+    ys, xs = source_points(np, transforms, len(images), output_hw, out.dtype)
+    _transform(out, images, ys, xs, interpolation == "bilinear", _MODES[fill_mode],
+               float(fill_value))
 
 
 @backend.register("image_transform_grad")
 def image_transform_grad(out, g, transforms, input_hw, interpolation, fill_mode):
-    _transform_grad(out, g, _rows(transforms, len(g)), interpolation == "bilinear",
-                    _MODES[fill_mode])
+    ys, xs = source_points(np, transforms, len(g), g.shape[1:3], out.dtype)
+    _transform_grad(out, g, ys, xs, interpolation == "bilinear", _MODES[fill_mode])

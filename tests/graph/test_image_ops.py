@@ -30,6 +30,10 @@ def fix_index(i, size, mode):
     return i
 
 
+def half_away(v):
+    return int(math.copysign(math.floor(abs(v) + 0.5), v))
+
+
 def reference(images, transforms, out_hw, interpolation, fill_mode, fill_value):
     n, h, w, c = images.shape
     out = np.zeros((n,) + tuple(out_hw) + (c,))
@@ -40,7 +44,7 @@ def reference(images, transforms, out_hw, interpolation, fill_mode, fill_value):
                 k = c0 * col + c1 * r + 1
                 x, y = (a0 * col + a1 * r + a2) / k, (b0 * col + b1 * r + b2) / k
                 if interpolation == "nearest":
-                    taps = [(round(y), round(x), 1.0)]
+                    taps = [(half_away(y), half_away(x), 1.0)]
                 else:
                     fy, fx = math.floor(y), math.floor(x)
                     dy, dx = y - fy, x - fx

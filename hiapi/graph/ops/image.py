@@ -7,8 +7,9 @@ output pixel at row r, column c reads the input at
 
     column = (a0 c + a1 r + a2) / k,    row = (b0 c + b1 r + b2) / k,    k = c0 c + c1 r + 1
 
-with ``interpolation`` "nearest" (round half to even) or "bilinear", and points outside the
-image resolved by ``fill_mode`` on the neighbour indices, as Keras's numpy/JAX backends do:
+with ``interpolation`` "nearest" (ties round away from zero) or "bilinear", and points outside
+the image resolved by ``fill_mode`` on the neighbour indices, as Keras's JAX backend does
+(checked against ``keras.ops.image.affine_transform`` in tests/layers/test_keras_fixtures.py):
 "reflect" (d c b a | a b c d | d c b a), "wrap" (a b c d | a b c d), "nearest"
 (a a a a | a b c d | d d d d), "mirror" (d c b | a b c d | c b a) or "constant" (neighbours
 outside read ``fill_value``).
