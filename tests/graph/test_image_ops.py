@@ -106,6 +106,8 @@ def test_image_transform_rejects_bad_arguments():
         ops.image_transform(images, np.zeros((1, 8), np.float32), (4, 4), "bicubic")
     with pytest.raises(ValueError, match=r"transforms must be floats of shape \(batch, 8\)"):
         ops.image_transform(images, np.zeros((1, 6), np.float32), (4, 4))
+    with pytest.raises(ValueError, match="3 transforms for a batch of 2 images"):
+        ops.image_transform(placeholder((2, 4, 4, 1)), np.zeros((3, 8), np.float32), (4, 4))
     with pytest.raises(ValueError, match=r"expected NHWC images \(rank 4\)"):
         ops.image_transform(placeholder((None, 4, 4)), np.zeros((1, 8), np.float32), (4, 4))
 
@@ -124,3 +126,13 @@ def test_random_normal_moments_and_reproducibility():
     assert abs(((a - a.mean()) ** 3).mean()) < 0.03           # symmetric
     np.testing.assert_array_equal(a, f(np.zeros((100, 1000), np.float32), np.int64(0)))
     assert not np.array_equal(a, f(np.zeros((100, 1000), np.float32), np.int64(1)))
+
+
+def test_one_transform_row_applies_to_the_whole_batch():
+    x = RNG.normal(size=(3, 5, 6, 2)).astype(np.float32)
+    holder = placeholder((None, 5, 6, 2))
+    one = Function([holder], ops.image_transform(holder, TRANSFORMS[:1].astype(np.float32),
+                                                 (5, 6)))(x)
+    each = Function([holder], ops.image_transform(
+        holder, np.repeat(TRANSFORMS[:1], 3, 0).astype(np.float32), (5, 6)))(x)
+    np.testing.assert_array_equal(one, each)

@@ -40,6 +40,10 @@ class _Resample(Op):
         if transforms.ndim != 2 or transforms.shape[1] != 8 or transforms.dtype.kind != "f":
             raise ValueError(f"{self.name}: transforms must be floats of shape (batch, 8), got "
                              f"shape {transforms.shape} dtype {transforms.dtype.name}")
+        n, m = images.shape[0], transforms.shape[0]
+        if n is not None and m is not None and m not in (1, n):
+            raise ValueError(f"{self.name}: {m} transforms for a batch of {n} images (give one "
+                             f"per image, or one for all)")
 
 
 class ImageTransform(_Resample):
