@@ -1,7 +1,8 @@
 """Property-based fuzzing of every layer (issue #16): for any configuration and input shape a
 layer either runs, giving the output shape its symbolic shape inference promised (and
-``compute_output_shape`` agrees) with finite values for finite input, or it raises ValueError /
-TypeError whose message names the layer. Any other exception, a shape mismatch or a NaN fails.
+``compute_output_shape`` agrees) with finite values and finite gradients for finite input, or it
+raises ValueError / TypeError whose message names the layer. Any other exception, a shape
+mismatch or a NaN fails.
 
 The cases are a table (tests/fuzz/layer_cases.py); every layer in ``hiapi.layers`` must have one.
 Runs are derandomized, so CI sees the same examples every time.
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 from hiapi import layers
-from hiapi.graph import placeholder
+from hiapi.graph import Function, grad, placeholder
 from hiapi.layers.layer import Layer
 from layer_cases import CASES
 
@@ -63,6 +64,24 @@ def check_layer(case, kwargs, inputs, training):
     for out in eager:
         assert np.all(np.isfinite(out)), \
             f"{case.name}({kwargs}, training={training}) gave non-finite values from finite input"
+    check_gradients(case, kwargs, layer, holders, symbolic, arrays, training)
+
+
+def check_gradients(case, kwargs, layer, holders, symbolic, arrays, training):
+    """The gradient of the summed outputs with respect to the float inputs and the weights
+    compiles and is finite (a sqrt or a division at 0 would give inf/NaN in training)."""
+    floats = [v for v in symbolic if v.dtype.kind == "f"]
+    if not floats:
+        return
+    total = floats[0].sum()
+    for v in floats[1:]:
+        total = total + v.sum()
+    wrt = [h for h in holders if h.dtype.kind == "f"] + [w.read for w in layer.trainable_weights]
+    grads = [g for g in grad(total, wrt) if g is not None]
+    if grads:
+        for g in Function(holders, grads)(*arrays):
+            assert np.all(np.isfinite(g)), (f"{case.name}({kwargs}, training={training}): "
+                                            f"non-finite gradient from finite input")
 
 
 def _flat(value):
