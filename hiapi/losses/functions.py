@@ -19,7 +19,7 @@ import math
 
 from hiapi.graph import ops
 from hiapi.graph.op import as_var
-from hiapi.losses.shapes import check_same_shape, squeeze_or_expand_to_same_rank
+from hiapi.losses.shapes import check_same_shape, shape_text, squeeze_or_expand_to_same_rank
 from hiapi.utils.eager import is_symbolic, run_eagerly
 
 EPSILON = 1e-7
@@ -255,9 +255,9 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     if len(y_true.shape) != len(expected) or any(
             a is not None and b is not None and a != b for a, b in zip(y_true.shape, expected)):
         raise ValueError(
-            f"sparse_categorical_crossentropy: labels of shape {_text(y_true.shape)} do not fit "
-            f"predictions of shape {_text(y_pred.shape)}: expected integer class labels of shape "
-            f"{_text(expected)} (for one-hot labels use categorical_crossentropy)")
+            f"sparse_categorical_crossentropy: labels of shape {shape_text(y_true.shape)} do not "
+            f"fit predictions of shape {shape_text(y_pred.shape)}: expected integer class labels "
+            f"of shape {shape_text(expected)} (for one-hot labels use categorical_crossentropy)")
     labels = ops.cast(y_true, "int64")
     keep = None
     if ignore_class is not None:
@@ -271,11 +271,6 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
         onehot = ops.one_hot(labels, y_pred.shape[-1], y_pred.dtype)
         values = -ops.sum(onehot * ops.log(_clip(y_pred)), axis=-1)
     return values if keep is None else values * ops.cast(keep, values.dtype)
-
-
-def _text(shape):
-    from hiapi.losses.shapes import shape_text
-    return shape_text(shape)
 
 
 # Keras's short names
