@@ -41,7 +41,12 @@ class Loss:
         if not is_symbolic(y_true, y_pred, sample_weight):
             value = self._eager.run(self.__call__, [y_true, y_pred, sample_weight])
             return value if self.reduction == "none" else float(value)
-        values = self.call(as_var(y_true), as_var(y_pred))
+        y_true, y_pred = as_var(y_true), as_var(y_pred)
+        if self.dtype is not None:         # Keras's dtype: the loss is computed in it
+            y_pred = ops.cast(y_pred, self.dtype)
+            if y_true.dtype.kind == "f":
+                y_true = ops.cast(y_true, self.dtype)
+        values = self.call(y_true, y_pred)
         return reduce_values(values, sample_weight, self.reduction)
 
     def check_labels(self, y_true_shape, y_pred_shape):

@@ -293,3 +293,14 @@ def test_focal_crossentropies():
     assert isinstance(loss, losses.BinaryFocalCrossentropy)
     copy = losses.deserialize(losses.serialize(losses.CategoricalFocalCrossentropy(gamma=3.0)))
     assert copy.get_config()["gamma"] == 3.0
+
+
+def test_loss_dtype_is_the_dtype_it_is_computed_in():
+    t, p = placeholder((None, 1), "float32"), placeholder((None, 1), "float32")
+    assert losses.MeanSquaredError(dtype="float64")(t, p).dtype == np.float64
+    assert losses.MeanSquaredError()(t, p).dtype == np.float32
+    model = hiapi.Sequential([hiapi.Input((2,)), hiapi.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=losses.MeanSquaredError(dtype="float64"))
+    history = model.fit(np.ones((8, 2), np.float32), np.zeros(8, np.float32), epochs=3,
+                        verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
