@@ -5,6 +5,7 @@ Keras's forms are accepted: one loss for every output, or a list or a dict keyed
 name (``None`` for an output: no loss for it); metrics as a list (applied to every output), a
 list of lists, or a dict. With several outputs the logs hold ``loss``, ``<output>_loss`` and
 ``<output>_<metric>``. Labels are given for every output, or only for those with a loss.
+``weighted_metrics`` take the same forms and get the sample weights.
 """
 import numpy as np
 
