@@ -25,8 +25,9 @@ from hiapi.layers.merge_functions import (add, average, concatenate, dot, maximu
                                           multiply, subtract)
 from hiapi.layers.preprocessing import Normalization, Rescaling
 from hiapi.layers.augmentation import RandomCrop, RandomFlip, RandomRotation, RandomZoom
-from hiapi.layers.conv_transpose import Conv2DTranspose
-from hiapi.layers.depthwise_conv import DepthwiseConv2D, SeparableConv2D
+from hiapi.layers.conv_transpose import Conv1DTranspose, Conv2DTranspose
+from hiapi.layers.depthwise_conv import (DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D,
+                                         SeparableConv2D)
 from hiapi.layers.cropping import Cropping1D, Cropping2D
 from hiapi.layers.identity import Identity
 from hiapi.layers.repeat_vector import RepeatVector

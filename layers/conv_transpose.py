@@ -1,9 +1,10 @@
-"""``Conv2DTranspose``: the transposed ("de-") convolution, computed as the input gradient of the
+"""``Conv2DTranspose`` and ``Conv1DTranspose``: the transposed ("de-") convolution, computed as the input gradient of the
 convolution that would map its output back to its input (``conv2d_input_grad``), so it shares
 that op's kernels on every backend and differentiates to any order.
 
 Keras's kernel layout is (kh, kw, filters, in_channels): exactly the kernel of that forward
 convolution (from ``filters`` channels to ``in_channels``), so Keras weights load unchanged.
+The 1-D layer runs the 2-D op on a height-1 image.
 Output sizes follow Keras (``keras.src.ops.operation_utils.deconv_output_length``); the
 placement of the 'same' padding matches Keras's JAX/TensorFlow backends.
 """
@@ -23,9 +24,7 @@ def deconv_length(size, kernel, stride, dilation, padding, output_padding):
     return (size - 1) * stride + extent - 2 * pad + output_padding
 
 
-class Conv2DTranspose(_Conv):
-    """``Conv2DTranspose(16, 3, strides=2, padding="same")`` doubles the rows and columns:
-    input (batch, rows, cols, channels), kernel (kh, kw, filters, channels)."""
+class _ConvTranspose(_Conv):
     rank = 2
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
@@ -37,18 +36,19 @@ class Conv2DTranspose(_Conv):
                          1, activation, use_bias, kernel_initializer, bias_initializer,
                          kernel_regularizer, bias_regularizer, kernel_constraint,
                          bias_constraint, **kwargs)
+        cls = type(self).__name__
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"Conv2DTranspose {self.name!r}: strides > 1 together with "
+            raise ValueError(f"{cls} {self.name!r}: strides > 1 together with "
                              f"dilation_rate > 1 is not supported, got strides={self.strides}, "
                              f"dilation_rate={self.dilation_rate}")
         self.output_padding = None
         if output_padding is not None:
-            pads = (output_padding,) * 2 if isinstance(output_padding, int) \
+            pads = (output_padding,) * self.rank if isinstance(output_padding, int) \
                 else tuple(output_padding)
-            if len(pads) != 2 or not all(isinstance(p, int) and 0 <= p < s
-                                         for p, s in zip(pads, self.strides)):
-                raise ValueError(f"Conv2DTranspose {self.name!r}: output_padding must be an "
-                                 f"int or 2 ints, each >= 0 and smaller than its stride "
+            if len(pads) != self.rank or not all(isinstance(p, int) and 0 <= p < s
+                                                 for p, s in zip(pads, self.strides)):
+                raise ValueError(f"{cls} {self.name!r}: output_padding must be an int or "
+                                 f"{self.rank} ints, each >= 0 and smaller than its stride "
                                  f"{self.strides}, got {output_padding!r}")
             self.output_padding = pads
 
@@ -56,8 +56,8 @@ class Conv2DTranspose(_Conv):
         channel_axis = 1 if self.data_format == "channels_first" else -1
         channels = input_shape[channel_axis]
         if channels is None:
-            raise ValueError(f"Conv2DTranspose {self.name!r}: the channel axis of input shape "
-                             f"{input_shape} must be known")
+            raise ValueError(f"{type(self).__name__} {self.name!r}: the channel axis of input "
+                             f"shape {input_shape} must be known")
         self.kernel = self.add_weight(self.kernel_size + (self.filters, channels),
                                       self.kernel_initializer, "kernel",
                                       regularizer=self.kernel_regularizer,
@@ -65,29 +65,52 @@ class Conv2DTranspose(_Conv):
         self.bias = self.add_weight((self.filters,), self.bias_initializer, "bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
-        self.input_spec = InputSpec(ndim=4, axes={channel_axis: channels})
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={channel_axis: channels})
         self.built = True
 
     def _apply(self, x):
+        kernel, kernel_size = self.kernel.read, self.kernel_size
+        strides, dilation = self.strides, self.dilation_rate
+        pads = self.output_padding or (None,) * self.rank
+        if self.rank == 1:
+            x, kernel = ops.expand_dims(x, 1), ops.expand_dims(kernel, 0)
+            kernel_size, strides, dilation = (1,) + kernel_size, (1,) + strides, (1,) + dilation
+            pads = (None,) + pads
         hw = x.shape[1:3]
         if None in hw:
-            raise ValueError(f"Conv2DTranspose {self.name!r}: the rows and columns of the input "
-                             f"must be known, got shape {x.shape}")
-        pads = self.output_padding or (None, None)
+            raise ValueError(f"{type(self).__name__} {self.name!r}: the spatial size of the "
+                             f"input must be known, got shape {x.shape}")
         out_hw = tuple(deconv_length(n, k, s, d, self.padding, p) for n, k, s, d, p in
-                       zip(hw, self.kernel_size, self.strides, self.dilation_rate, pads))
+                       zip(hw, kernel_size, strides, dilation, pads))
         back = tuple(geo.output_size(n, k, s, d, self.padding) for n, k, s, d in
-                     zip(out_hw, self.kernel_size, self.strides, self.dilation_rate))
+                     zip(out_hw, kernel_size, strides, dilation))
         if back != tuple(hw):
-            raise ValueError(f"Conv2DTranspose {self.name!r}: with kernel_size "
+            raise ValueError(f"{type(self).__name__} {self.name!r}: with kernel_size "
                              f"{self.kernel_size}, strides {self.strides}, padding "
                              f"{self.padding!r} and output_padding {self.output_padding}, an "
                              f"output of size {out_hw} does not convolve back to the input's "
                              f"{tuple(hw)}; use an odd kernel or output_padding >= 1")
-        return ops.conv2d_input_grad(x, self.kernel.read, out_hw, self.strides, self.padding,
-                                     self.dilation_rate)
+        y = ops.conv2d_input_grad(x, kernel, out_hw, strides, self.padding, dilation)
+        return ops.squeeze(y, 1) if self.rank == 1 else y
 
     def get_config(self):
         config = {**super().get_config(), "output_padding": self.output_padding}
         del config["groups"]
         return config
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """``Conv2DTranspose(16, 3, strides=2, padding="same")`` doubles the rows and columns:
+    input (batch, rows, cols, channels), kernel (kh, kw, filters, channels)."""
+    rank = 2
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """``Conv1DTranspose(16, 3, strides=2, padding="same")`` doubles the steps: input
+    (batch, steps, channels), kernel (k, filters, channels)."""
+    rank = 1
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None,
+                 data_format=None, dilation_rate=1, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, output_padding, data_format,
+                         dilation_rate, **kwargs)

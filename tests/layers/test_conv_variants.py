@@ -181,3 +181,27 @@ def test_conv1d_causal(kernel, dilation, strides):
     later[:, -1] += 1
     if strides == 1:
         np.testing.assert_array_equal(layer(later)[:, :-1], y[:, :-1])
+
+
+def test_one_dimensional_variants_are_the_2d_layers_on_one_row():
+    x = randn(2, 9, 3)
+    image = x[:, None]
+    cases = [
+        (lambda: layers.Conv1DTranspose(4, 3, strides=2, padding="same",
+                                        bias_initializer="random_normal"),
+         lambda: layers.Conv2DTranspose(4, (1, 3), (1, 2), "same"),
+         [("kernel", (3, 4, 3)), ("bias", (4,))]),
+        (lambda: layers.DepthwiseConv1D(3, depth_multiplier=2, bias_initializer="random_normal"),
+         lambda: layers.DepthwiseConv2D((1, 3), depth_multiplier=2),
+         [("kernel", (3, 3, 2)), ("bias", (6,))]),
+        (lambda: layers.SeparableConv1D(5, 3, padding="same", bias_initializer="random_normal"),
+         lambda: layers.SeparableConv2D(5, (1, 3), padding="same"),
+         [("depthwise_kernel", (3, 3, 1)), ("pointwise_kernel", (1, 3, 5)), ("bias", (5,))]),
+    ]
+    for make_1d, make_2d, weights in cases:
+        def reference(x, *w):
+            twin = make_2d()
+            twin(image)
+            twin.set_weights([v[None] if v.ndim > 1 else v for v in w])
+            return twin(image)[:, 0]
+        check_layer(make_1d, x, reference, weights, rtol=1e-5, atol=1e-5)

@@ -45,6 +45,13 @@ def test_depthwise_separable_causal_group_norm_match_keras():
     check("group_norm", layers.GroupNormalization(groups=3))
 
 
+def test_one_dimensional_variants_match_keras():
+    check("conv1d_transpose_0", layers.Conv1DTranspose(4, 3, 2, "same"))
+    check("conv1d_transpose_1", layers.Conv1DTranspose(4, 4, 2, "same", output_padding=1))
+    check("depthwise1d", layers.DepthwiseConv1D(3, 2, "same", depth_multiplier=2))
+    check("separable1d", layers.SeparableConv1D(4, 3, padding="same", depth_multiplier=2))
+
+
 def test_normalization_adapt_matches_keras():
     norm = layers.Normalization()
     data = FIXTURES["normalization/x"]

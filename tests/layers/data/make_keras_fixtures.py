@@ -53,6 +53,15 @@ layer = keras.layers.Conv1D(4, 3, padding="causal", dilation_rate=2)
 layer.build(seq.shape)
 layer_case("conv1d_causal", randomize(layer), seq)
 
+for name, layer in [
+        ("conv1d_transpose_0", keras.layers.Conv1DTranspose(4, 3, 2, "same")),
+        ("conv1d_transpose_1", keras.layers.Conv1DTranspose(4, 4, 2, "same", output_padding=1)),
+        ("depthwise1d", keras.layers.DepthwiseConv1D(3, 2, "same", depth_multiplier=2)),
+        ("separable1d", keras.layers.SeparableConv1D(4, 3, padding="same",
+                                                     depth_multiplier=2))]:
+    layer.build(seq.shape)
+    layer_case(name, randomize(layer), seq)
+
 features = rng.normal(size=(2, 3, 4, 6)).astype("float32") * 2 + 1
 layer = keras.layers.GroupNormalization(groups=3)
 layer.build(features.shape)
