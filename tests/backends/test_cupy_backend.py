@@ -205,6 +205,13 @@ CASES = [
        [f32(2, *hw, 3)], ELEMENTWISE) for hw, pool, strides, padding in POOLS],
     ("max_pool_gather", lambda x, u: ops.max_pool_gather(x, u, (2, 2), (1, 1), "same"),
      [distinct(2, 5, 5, 3), f32(2, 5, 5, 3)], ELEMENTWISE),
+    ("sin_cos", lambda x: ops.sin(x) * ops.cos(x), [f32(4, 5)], ELEMENTWISE),
+    # bilinear only: nearest sampling is discontinuous at ties, where FMA on the GPU may round
+    # a source point the other way
+    ("image_transform", lambda x, t: ops.image_transform(x, t, (5, 7), "bilinear", "reflect"),
+     [f32(2, 6, 5, 3), np.array([[0.9, -0.4, 2.2, 0.4, 0.9, -1.7, 0, 0],
+                                 [1.3, 0.1, -1.0, 0.0, 0.7, 0.9, 0.01, 0]], np.float32)],
+     ELEMENTWISE),
 ]
 
 
