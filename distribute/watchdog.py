@@ -92,6 +92,13 @@ class Watchdog:
 
     # ---- the watchdog thread ---------------------------------------------------------------
     def _run(self):
+        try:
+            self._watch()
+        except Exception as error:     # never take training down; say the watch has ended
+            sys.stderr.write(f"[hiapi rank {self.rank}/{self.size}] the collective stall "
+                             f"inspector stopped: {type(error).__name__}: {error}\n")
+
+    def _watch(self):
         seen, since = None, 0.0
         while not self._stop.wait(self.poll):
             self._serve()
@@ -120,7 +127,10 @@ class Watchdog:
         self._inquiry += 1
         for rank in range(self.size):
             if rank != self.rank:
-                self.side.send(self._inquiry, dest=rank, tag=QUERY)
+                try:
+                    self.side.send(self._inquiry, dest=rank, tag=QUERY)
+                except Exception:        # a rank already gone: reported as not answering
+                    pass
         states, status = {self.rank: self._state()}, self.MPI.Status()
         deadline = time.monotonic() + self.answer_wait
         while len(states) < self.size and time.monotonic() < deadline:
