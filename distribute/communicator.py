@@ -130,7 +130,7 @@ class MPICommunicator(Communicator):
         watchdog = self.watchdog
         if watchdog is None:
             return Request(request.Wait, array)
-        watchdog.started += 1                  # Watchdog.post and wait_on, inlined
+        watchdog.started += 1                  # posted now, waited for (watched) later
         number = watchdog.started
         watchdog.last = (number, "iallreduce", array, watchdog.progress)
 

@@ -75,16 +75,6 @@ class Watchdog:
         self.started += 1
         self.last = self.current = (self.started, name, array, self.progress)
 
-    def post(self, name, array):
-        """A non-blocking collective starts; returns its record for ``wait_on``."""
-        self.started += 1
-        self.last = (self.started, name, array, self.progress)
-        return self.last
-
-    def wait_on(self, posted, name):
-        """The main thread blocks until the collective ``posted`` completes."""
-        self.current = (posted[0], name, posted[2], self.progress)
-
     def stop(self):
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
