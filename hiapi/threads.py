@@ -129,14 +129,21 @@ def ranks_per_node():
 
 
 def compute():
-    """The budget from the machine and the environment, ignoring any override."""
+    """The budget from the machine and the environment, ignoring any override. Ranks share the
+    node's CPUs (or the container's quota); a rank the launcher bound to fewer CPUs than its
+    share keeps its own."""
     cpus, source = affinity_cpus(), "affinity"
+    node = os.cpu_count() or cpus
     quota = cgroup_cpu_limit()
-    if quota is not None and math.ceil(quota) < cpus:
-        cpus, source = max(1, math.ceil(quota)), "cgroup"
+    if quota is not None:
+        limit = max(1, math.ceil(quota))
+        node = min(node, limit)
+        if limit < cpus:
+            cpus, source = limit, "cgroup"
     ranks = ranks_per_node()
-    threads = max(1, cpus // ranks)
+    threads = cpus
     if ranks > 1:
+        threads = max(1, min(cpus, node // ranks))
         source += f" / {ranks} ranks per node"
     omp = os.environ.get("OMP_NUM_THREADS", "").strip()
     if omp.isdigit() and int(omp) > 0:

@@ -111,6 +111,7 @@ def test_cgroup_v1_cfs_quota_parsing(tmp_path):
 def test_cgroup_quota_caps_the_budget(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(threads, "affinity_cpus", lambda: 8)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)
     monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda: 2.5)
     monkeypatch.setattr(threads, "ranks_per_node", lambda: 1)
     assert threads.compute() == threads.Budget(3, 3, 1, "cgroup")
@@ -118,6 +119,19 @@ def test_cgroup_quota_caps_the_budget(monkeypatch):
     assert threads.compute() == threads.Budget(1, 3, 2, "cgroup / 2 ranks per node")
     monkeypatch.setattr(threads, "ranks_per_node", lambda: 4)
     assert threads.compute().threads == 1          # never below one
+
+
+def test_ranks_bound_to_their_own_cpus_keep_them(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda: None)
+    monkeypatch.setattr(threads, "ranks_per_node", lambda: 4)
+    monkeypatch.setattr(threads, "affinity_cpus", lambda: 16)     # unbound: share the node
+    assert threads.compute().threads == 4
+    monkeypatch.setattr(threads, "affinity_cpus", lambda: 4)      # bound to 4 CPUs each
+    assert threads.compute().threads == 4
+    monkeypatch.setattr(threads, "affinity_cpus", lambda: 2)      # bound tighter than a share
+    assert threads.compute().threads == 2
 
 
 def test_ranks_per_node_from_launcher_variables_without_importing_mpi(monkeypatch):
