@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from hiapi.graph import ops as O
+from hiapi.graph.op import as_var
 from hiapi.ops.core import eager_array, is_symbolic
 
 
@@ -128,3 +129,120 @@ def normalize(x, axis=-1, order=2):
         x = eager_array(x)
         return x / np.sqrt(np.maximum(np.sum(x * x, axis=axis, keepdims=True), 1e-12))
     return x / O.sqrt(O.maximum(O.sum(x * x, axis, keepdims=True), 1e-12))
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """``log(sum(exp(x)))`` over ``axis``, shifted by the maximum so it cannot overflow."""
+    if not is_symbolic(x):
+        x = eager_array(x)
+        m = np.max(x, axis=axis, keepdims=True)
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+        return out if keepdims else np.squeeze(out, axis=axis)
+    m = O.stop_gradient(O.max(x, axis, keepdims=True))
+    out = O.log(O.sum(O.exp(x - m), axis, keepdims=True)) + m
+    return out if keepdims else O.squeeze(out, tuple(range(x.ndim)) if axis is None else axis)
+
+
+def log2(x):
+    return O.log(x) * (1 / math.log(2)) if is_symbolic(x) else np.log2(eager_array(x))
+
+
+def log10(x):
+    return O.log(x) * (1 / math.log(10)) if is_symbolic(x) else np.log10(eager_array(x))
+
+
+def broadcast_to(x, shape):
+    """``x`` repeated along broadcast axes to ``shape`` (a known shape)."""
+    if not is_symbolic(x):
+        return np.broadcast_to(eager_array(x), shape).copy()
+    like = O.constant(np.zeros(tuple(shape), np.dtype(x.dtype)))
+    return O.broadcast_like(x, like)
+
+
+def outer(x1, x2):
+    """Outer product of the flattened operands (numpy's ``outer``)."""
+    if not is_symbolic(x1, x2):
+        return np.outer(eager_array(x1), eager_array(x2))
+    return O.reshape(x1, (-1, 1)) * O.reshape(x2, (1, -1))
+
+
+def average(x, axis=None, weights=None):
+    """Mean, or the ``weights``-weighted mean, over ``axis`` (numpy's ``average``)."""
+    if not is_symbolic(x, weights):
+        return np.average(eager_array(x), axis=axis, weights=weights)
+    if weights is None:
+        return O.mean(x, axis)
+    x, weights = as_var(x), as_var(weights)
+    if axis is not None and weights.ndim == 1 and x.ndim > 1:   # numpy: weights along axis
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        weights = O.reshape(weights, shape)
+    return O.sum(x * weights, axis) / O.sum(O.broadcast_like(weights, x), axis)
+
+
+def _triangle(x, k, lower):
+    if not is_symbolic(x):
+        return (np.tril if lower else np.triu)(eager_array(x), k)
+    rows, cols = x.shape[-2:]
+    if rows is None or cols is None:
+        raise ValueError(f"{'tril' if lower else 'triu'}: the last two axes need known sizes, "
+                         f"got shape {x.shape}")
+    keep = (np.tril if lower else np.triu)(np.ones((rows, cols), bool), k)
+    return O.where(keep, x, O.cast(0, x.dtype))
+
+
+def tril(x, k=0):
+    """``x`` with the entries above the ``k``-th diagonal of its last two axes zeroed."""
+    return _triangle(x, k, True)
+
+
+def triu(x, k=0):
+    return _triangle(x, k, False)
+
+
+def eye(N, M=None, k=0, dtype=None):
+    from hiapi.ops.core import standardize_dtype
+    return np.eye(N, M, k, dtype=standardize_dtype(dtype))
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    from hiapi.ops.core import standardize_dtype
+    return np.linspace(start, stop, num, endpoint=endpoint, dtype=standardize_dtype(dtype))
+
+
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``, Keras 3's definition."""
+    if not is_symbolic(x):
+        return np.clip(eager_array(x) + 3.0, 0.0, 6.0) / 6.0
+    return O.clip(x + 3.0, 0.0, 6.0) * (1 / 6)
+
+
+def hard_silu(x):
+    return x * hard_sigmoid(x) if is_symbolic(x) else eager_array(x) * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def log_sigmoid(x):
+    """``-softplus(-x)``, stable for large |x|."""
+    if not is_symbolic(x):
+        return -np.logaddexp(0, -eager_array(x))
+    return -(O.maximum(-x, 0) + O.log(1.0 + O.exp(-O.abs(x))))
+
+
+def selu(x):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    if not is_symbolic(x):
+        x = eager_array(x)
+        return scale * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+    return scale * O.where(x > 0, x, alpha * (O.exp(O.minimum(x, 0)) - 1.0))
+
+
+def softsign(x):
+    return x / (1.0 + O.abs(x)) if is_symbolic(x) else \
+        eager_array(x) / (1 + np.abs(eager_array(x)))

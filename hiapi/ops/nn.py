@@ -140,4 +140,5 @@ def _last_axis(name, output, axis):
         raise ValueError(f"{name}: only the last axis is supported, got axis={axis}")
 
 
-from hiapi.ops.math_extra import gelu, moments, normalize  # noqa: E402,F401  (keras.ops.nn too)
+from hiapi.ops.math_extra import (  # noqa: E402,F401  (keras.ops.nn has them too)
+    gelu, hard_sigmoid, hard_silu, hard_swish, log_sigmoid, moments, normalize, selu, softsign)

@@ -100,3 +100,18 @@ def test_keras_ops_composites_differentiate():
              batch=True, double=True)
     check_op(K.normalize, [x], lambda v: v / np.linalg.norm(v, axis=-1, keepdims=True),
              batch=True)
+
+
+def test_more_keras_ops_composites_differentiate():
+    from hiapi import ops as K
+    x = RNG.normal(size=(2, 3)) * 2
+    check_op(lambda v: K.logsumexp(v, axis=-1), [x], lambda v: np.log(np.exp(v).sum(-1)),
+             batch=True, double=True)
+    check_op(K.log_sigmoid, [x], lambda v: -np.log1p(np.exp(-v)), batch=True, double=True)
+    check_op(K.selu, [RNG.choice([-1.0, 1.0], (2, 3)) * RNG.uniform(0.2, 1.5, (2, 3))],
+             lambda v: 1.0507009873554805 * np.where(v > 0, v, 1.6732632423543772 *
+                                                     np.expm1(v)), batch=True)
+    w = np.array([1.0, 2.0, 0.5])
+    check_op(lambda v: K.average(v, axis=1, weights=w), [x],
+             lambda v: np.average(v, axis=1, weights=w), batch=True, double=True)
+    check_op(K.tril, [RNG.normal(size=(2, 3, 3))], np.tril, batch=True)

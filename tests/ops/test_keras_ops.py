@@ -229,3 +229,33 @@ def test_keras_style_layer_uses_variables_directly_and_trains():
     assert np.abs(layer.w.numpy()).max() < 1.0       # both the data term and the penalty
     assert ops.sum(layer.w).shape == ()                # outside call: a number, eagerly
     assert (layer.w * 2.0).op.name == "multiply"       # operators read the graph value
+
+
+def test_logsumexp_logs_broadcast_outer_average_triangles_creation():
+    both(lambda x: ops.logsumexp(x, axis=-1), np.log(np.exp(A).sum(-1)), A)
+    both(lambda x: ops.logsumexp(x, axis=1, keepdims=True),
+         np.log(np.exp(A).sum(1, keepdims=True)), A)
+    both(ops.log2, np.log2(P), P)
+    both(ops.log10, np.log10(P), P)
+    both(lambda x: ops.broadcast_to(x[:1], (3, 4)), np.broadcast_to(A[:1], (3, 4)), A)
+    both(lambda x: ops.outer(x[0], x[1]), np.outer(A[0], A[1]), A)
+    w = np.array([1.0, 2.0, 0.5, 0.5], np.float32)
+    both(lambda x: ops.average(x, axis=1, weights=w), np.average(A, axis=1, weights=w), A)
+    both(lambda x: ops.average(x, axis=1), A.mean(1), A)
+    x3 = RNG.normal(size=(2, 3, 3)).astype(np.float32)
+    both(ops.tril, np.tril(x3), x3)
+    both(lambda x: ops.triu(x, 1), np.triu(x3, 1), x3)
+    np.testing.assert_array_equal(ops.eye(2, 3, 1), np.eye(2, 3, 1))
+    assert ops.identity(3).dtype == np.float32 and ops.linspace(0, 1, 5).dtype == np.float32
+    with pytest.raises(ValueError, match="tril: the last two axes need known sizes"):
+        ops.tril(placeholder((3, None)))
+
+
+def test_more_activations():
+    x = A.astype(np.float64) * 3
+    both(ops.hard_sigmoid, np.clip(x + 3, 0, 6) / 6, x)
+    both(ops.nn.hard_silu, x * np.clip(x + 3, 0, 6) / 6, x)
+    both(ops.log_sigmoid, -np.log1p(np.exp(-x)), x)
+    both(ops.softsign, x / (1 + np.abs(x)), x)
+    both(ops.selu, 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x)),
+         x)
