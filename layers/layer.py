@@ -234,7 +234,8 @@ class Layer(LayerIO):
 
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``, found by tracing the layer on a placeholder."""
-        out = self._call_symbolic(placeholder(tuple(input_shape), self.dtype), False)
+        with layer_io.not_a_node():
+            out = self._call_symbolic(placeholder(tuple(input_shape), self.dtype), False)
         return _map(lambda v: v.shape, out)
 
     def get_config(self):

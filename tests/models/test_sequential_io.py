@@ -69,3 +69,11 @@ def test_pop_removes_the_last_layer_and_rebuilds():
     model.pop()
     with pytest.raises(ValueError, match="has no layers to pop"):
         model.pop()
+
+
+def test_compute_output_shape_is_not_a_node():
+    dense = layers.Dense(3)
+    assert dense.compute_output_shape((None, 4)) == (None, 3)
+    inputs = hiapi.Input((4,))
+    outputs = dense(inputs)
+    assert dense.output is outputs and dense.input is inputs
