@@ -484,3 +484,26 @@ def test_early_stopping_and_learning_rate_callbacks_from_the_guide():
         on_epoch_end=lambda epoch, logs: seen.append(logs["learning_rate"]))
     model.fit(x, y, batch_size=32, epochs=3, verbose=0, callbacks=[scheduler, recorder])
     assert seen == pytest.approx([0.1, 0.05, 0.05])
+
+
+def test_builtin_callbacks_checkpoints_and_schedules_from_the_training_guide(tmp_path):
+    x, y = classification_data(80)
+    model = mlp()
+    lr_schedule = keras.optimizers.schedules.ExponentialDecay(
+        initial_learning_rate=0.1, decay_steps=5, decay_rate=0.96, staircase=True)
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=lr_schedule),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["sparse_categorical_accuracy"])
+    callbacks = [
+        keras.callbacks.EarlyStopping(monitor="val_loss", min_delta=1e-2, patience=2),
+        keras.callbacks.ModelCheckpoint(filepath=str(tmp_path / "mymodel_{epoch}.hiapi"),
+                                        save_best_only=True, monitor="val_loss"),
+    ]
+    history = model.fit(x, y, epochs=4, batch_size=16, callbacks=callbacks,
+                        validation_split=0.2, verbose=0)
+    saved = sorted(p.name for p in tmp_path.iterdir())
+    assert saved and saved[0] == "mymodel_1.hiapi"
+    restored = keras.models.load_model(tmp_path / saved[-1])
+    assert restored.predict(x[:2], verbose=0).shape == (2, 3)
+    rates = history.history["learning_rate"]
+    assert rates[0] == pytest.approx(0.1 * 0.96 ** (4 // 5)) and rates == sorted(rates)[::-1]
