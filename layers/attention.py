@@ -252,6 +252,14 @@ class MultiHeadAttention(Layer):
             keep = mask if keep is None else keep * mask
         return keep
 
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        """Keras's signature: the output has the query's shape with ``output_shape`` (by
+        default the query's features) as its last axes."""
+        out = self.output_shape_arg
+        out = (query_shape[-1],) if out is None else \
+            ((int(out),) if isinstance(out, (int, np.integer)) else tuple(out))
+        return tuple(query_shape[:-1]) + tuple(out)
+
     def compute_mask(self, inputs, previous_mask=None):
         query_mask = previous_mask[0] if previous_mask else None
         return [query_mask, None] if self._options["return_attention_scores"] else query_mask

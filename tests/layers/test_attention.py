@@ -156,6 +156,8 @@ def test_config_round_trip_and_errors():
         "num_heads": 4, "key_dim": 8, "value_dim": 6, "dropout": 0.1, "use_bias": False,
         "output_shape": 10, "attention_axes": (2,)}
     assert "_call_options" not in config
+    assert mha.compute_output_shape((None, 5, 3, 7), (None, 5, 4, 2)) == (None, 5, 3, 10)
+    assert layers.MultiHeadAttention(2, 2).compute_output_shape((None, 3, 4)) == (None, 3, 4)
     assert layers.MultiHeadAttention.from_config(config).get_config() == config
     with pytest.raises(ValueError, match="num_heads must be a positive integer"):
         layers.MultiHeadAttention(0, 4)

@@ -97,6 +97,10 @@ def test_global_average_pooling_averages_real_steps():
         layers.GlobalAveragePooling1D()], False)
     for i in range(len(LENGTHS)):
         np.testing.assert_allclose(padded[i], alone[i], rtol=1e-5, atol=1e-6)
+    x = RNG.normal(size=(2, 4, 3)).astype(np.float32)        # (batch, channels, steps)
+    mask = np.array([[True, True, False], [True, False, False]])
+    first = layers.GlobalAveragePooling1D(data_format="channels_first")(x, mask=mask)
+    np.testing.assert_allclose(first, [x[0, :, :2].mean(-1), x[1, :, :1].mean(-1)], rtol=1e-6)
     x = np.ones((1, 3, 2), np.float32)
     all_masked = layers.GlobalAveragePooling1D()(x, mask=np.zeros((1, 3), bool))
     np.testing.assert_array_equal(all_masked, 0.0)      # no 0/0
