@@ -20,6 +20,7 @@ from hiapi.ops.math_extra import (  # noqa: F401
     all, any, average, broadcast_to, cos, expm1, eye, gelu, hard_sigmoid, hard_silu,
     hard_swish, identity, linspace, log1p, log2, log10, log_sigmoid, logsumexp, moments, norm,
     normalize, outer, repeat, selu, sin, softsign, take, tile, tril, triu)
+from hiapi.ops.nn_conv import average_pool, conv, max_pool  # noqa: F401
 from hiapi.ops.nn import (  # noqa: F401
     binary_crossentropy, categorical_crossentropy, elu, leaky_relu, log_softmax, one_hot, relu,
     relu6, sigmoid, silu, softmax, softplus, sparse_categorical_crossentropy, swish)

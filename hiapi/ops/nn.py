@@ -142,3 +142,4 @@ def _last_axis(name, output, axis):
 
 from hiapi.ops.math_extra import (  # noqa: E402,F401  (keras.ops.nn has them too)
     gelu, hard_sigmoid, hard_silu, hard_swish, log_sigmoid, moments, normalize, selu, softsign)
+from hiapi.ops.nn_conv import average_pool, conv, max_pool  # noqa: E402,F401

@@ -115,3 +115,12 @@ def test_more_keras_ops_composites_differentiate():
     check_op(lambda v: K.average(v, axis=1, weights=w), [x],
              lambda v: np.average(v, axis=1, weights=w), batch=True, double=True)
     check_op(K.tril, [RNG.normal(size=(2, 3, 3))], np.tril, batch=True)
+
+
+def test_keras_conv_and_pool_ops_differentiate():
+    from hiapi import ops as K
+    seq = RNG.normal(size=(2, 3, 6))                     # channels_first 1-D
+    w = RNG.normal(size=(2, 3, 2))
+    check_op(lambda v, k: K.conv(v, k, data_format="channels_first"), [seq, w],
+             batch=(True, False))
+    check_op(lambda v: K.average_pool(v, 2), [RNG.normal(size=(2, 4, 4, 2))], batch=True)

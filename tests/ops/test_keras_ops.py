@@ -259,3 +259,36 @@ def test_more_activations():
     both(ops.softsign, x / (1 + np.abs(x)), x)
     both(ops.selu, 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x)),
          x)
+
+
+def reference_conv2d(x, w, stride=1):
+    """Plain loops: NHWC input, (kh, kw, in, out) kernel, valid padding."""
+    n, h, wd, _ = x.shape
+    kh, kw, _, out = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    y = np.zeros((n, oh, ow, out))
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[:, i * stride:i * stride + kh, j * stride:j * stride + kw, :]
+            y[:, i, j] = np.tensordot(patch, w, axes=([1, 2, 3], [0, 1, 2]))
+    return y
+
+
+def test_conv_and_pooling_ops():
+    x = RNG.normal(size=(2, 6, 5, 3)).astype(np.float32)
+    w = RNG.normal(size=(3, 2, 3, 4)).astype(np.float32)
+    both(lambda v: ops.conv(v, w), reference_conv2d(x, w), x, rtol=1e-4)
+    both(lambda v: ops.conv(v, w, strides=2), reference_conv2d(x, w, 2), x, rtol=1e-4)
+    nchw = x.transpose(0, 3, 1, 2)
+    both(lambda v: ops.conv(v, w, data_format="channels_first"),
+         reference_conv2d(x, w).transpose(0, 3, 1, 2), nchw, rtol=1e-4)
+    seq, w1 = x[:, 0], w[0]                       # 1-D: (batch, steps, channels), (k, in, out)
+    both(lambda v: ops.conv(v, w1), reference_conv2d(seq[:, None], w1[None])[:, 0], seq,
+         rtol=1e-4)
+    both(lambda v: ops.max_pool(v, 2), x[:, :6, :4].reshape(2, 3, 2, 2, 2, 3).max((2, 4)), x)
+    both(lambda v: ops.nn.average_pool(v, (2, 1)), x.reshape(2, 3, 2, 5, 3).mean(2), x)
+    both(lambda v: ops.max_pool(v, 2), seq[:, :4].reshape(2, 2, 2, 3).max(2), seq)
+    with pytest.raises(ValueError, match="conv: the inputs' 3 channels are not a multiple"):
+        ops.conv(placeholder((None, 4, 4, 3)), np.ones((1, 1, 2, 2), np.float32))
+    with pytest.raises(ValueError, match="max_pool: inputs must have rank 3"):
+        ops.max_pool(placeholder((None, 4)), 2)
