@@ -195,6 +195,25 @@ def conv(cls, rank, examples=()):
                 images(rank), list(examples), max_examples=120)
 
 
+def conv_transpose(cls, rank):
+    fields = {**{k: v for k, v in CONV.items() if k != "groups"},
+              "output_padding": st.one_of(st.none(), st.integers(0, 2)),
+              "kernel_size": int_or_tuple(rank, 0, 4), "strides": int_or_tuple(rank, 1, 3),
+              "dilation_rate": int_or_tuple(rank, 1, 3)}
+    return Case(cls, kwargs(**fields).map(lambda kw: {"kernel_size": 1, "filters": 2, **kw}),
+                images(rank), max_examples=100)
+
+
+def depthwise(cls, rank, **positional):
+    """DepthwiseConv1D/2D; SeparableConv1D/2D with ``filters`` among ``positional``."""
+    fields = {"strides": int_or_tuple(rank, 1, 3), "padding": PADDINGS,
+              "depth_multiplier": st.integers(0, 3), "data_format": FORMATS,
+              "dilation_rate": int_or_tuple(rank, 1, 3), "activation": ACTIVATIONS,
+              "use_bias": st.booleans()}
+    return Case(cls, required(fields, kernel_size=int_or_tuple(rank, 0, 4), **positional),
+                images(rank), max_examples=80)
+
+
 def pool(cls, rank):
     fields = {**POOL, "pool_size": int_or_tuple(rank, 1, 3),
               "strides": st.one_of(st.none(), int_or_tuple(rank, 1, 3))}
@@ -329,25 +348,12 @@ CASES = [
                    "fill_mode": st.sampled_from(["reflect", "wrap", "constant", "nearest"]),
                    "seed": st.integers(0, 99), "data_format": FORMATS},
                   height_factor=st.floats(-0.9, 0.9)), images(2)),
-    Case(layers.Conv2DTranspose,
-         kwargs(output_padding=st.one_of(st.none(), st.integers(0, 2)),
-                **{k: v for k, v in CONV.items() if k != "groups"},
-                kernel_size=int_or_tuple(2, 0, 4), strides=int_or_tuple(2, 1, 3),
-                dilation_rate=int_or_tuple(2, 1, 3)).map(
-             lambda kw: {"kernel_size": 1, "filters": 2, **kw}), images(2), max_examples=120),
-    Case(layers.DepthwiseConv2D,
-         required({"strides": int_or_tuple(2, 1, 3), "padding": PADDINGS,
-                   "depth_multiplier": st.integers(0, 3), "data_format": FORMATS,
-                   "dilation_rate": int_or_tuple(2, 1, 3), "activation": ACTIVATIONS,
-                   "use_bias": st.booleans()}, kernel_size=int_or_tuple(2, 0, 4)),
-         images(2), max_examples=80),
-    Case(layers.SeparableConv2D,
-         required({"strides": int_or_tuple(2, 1, 3), "padding": PADDINGS,
-                   "depth_multiplier": st.integers(0, 3), "data_format": FORMATS,
-                   "dilation_rate": int_or_tuple(2, 1, 3), "activation": ACTIVATIONS,
-                   "use_bias": st.booleans()},
-                  filters=st.integers(-1, 4), kernel_size=int_or_tuple(2, 0, 4)),
-         images(2), max_examples=80),
+    conv_transpose(layers.Conv1DTranspose, 1),
+    conv_transpose(layers.Conv2DTranspose, 2),
+    depthwise(layers.DepthwiseConv1D, 1),
+    depthwise(layers.DepthwiseConv2D, 2),
+    depthwise(layers.SeparableConv1D, 1, filters=st.integers(-1, 4)),
+    depthwise(layers.SeparableConv2D, 2, filters=st.integers(-1, 4)),
     Case(layers.Cropping1D, kwargs(cropping=int_or_tuple(2, 0, 3)), sequences),
     Case(layers.Cropping2D,
          kwargs(cropping=st.one_of(int_or_tuple(2, 0, 3),
