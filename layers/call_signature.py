@@ -18,16 +18,13 @@ class PositionalInputs(tuple):
 
 def required_inputs(layer):
     """How many positional parameters without defaults ``layer.call`` has after ``self``
-    (``training`` and ``mask`` aside); ``*args`` counts as any number."""
+    (``training`` and ``mask`` aside). A list given as one argument is spread only over that
+    many; ``*args`` takes inputs only when they were given separately, ``layer(a, b)``."""
     key = type(layer)
     if key not in _POSITIONAL:
         parameters = list(inspect.signature(type(layer).call).parameters.values())[1:]
-        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
-            count = 1 << 30
-        else:
-            count = sum(1 for p in parameters if p.kind in _KINDS and p.default is p.empty
-                        and p.name not in ("training", "mask"))
-        _POSITIONAL[key] = count
+        _POSITIONAL[key] = sum(1 for p in parameters if p.kind in _KINDS
+                               and p.default is p.empty and p.name not in ("training", "mask"))
     return _POSITIONAL[key]
 
 

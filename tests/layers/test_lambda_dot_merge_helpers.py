@@ -157,3 +157,13 @@ def test_call_keywords_inputs_and_unsupported_ones():
     np.testing.assert_allclose(NoTraining()(A, True), 2 * A)       # training positionally
     with pytest.raises(TypeError, match="Layer 'odd': call arguments other than .*'context'"):
         NoTraining(name="odd")(A, context=B)
+
+
+class Star(layers.Layer):
+    def call(self, first, *rest):
+        return first if not rest else first - rest[0]
+
+
+def test_star_args_spread_only_separate_inputs():
+    np.testing.assert_allclose(Star()(A, B), A - B)
+    assert np.shape(Star()([A, B])) == (2, 4, 5)      # one list argument stays one input
