@@ -20,19 +20,28 @@ def required_inputs(layer):
     """How many positional parameters without defaults ``layer.call`` has after ``self``
     (``training`` and ``mask`` aside). A list given as one argument is spread only over that
     many; ``*args`` takes inputs only when they were given separately, ``layer(a, b)``."""
+    return _positional(layer)[0]
+
+
+def _positional(layer):
+    """(required, accepted) positional tensor parameters of ``call``; ``*args`` accepts any."""
     key = type(layer)
     if key not in _POSITIONAL:
-        parameters = list(inspect.signature(type(layer).call).parameters.values())[1:]
-        _POSITIONAL[key] = sum(1 for p in parameters if p.kind in _KINDS
-                               and p.default is p.empty and p.name not in ("training", "mask"))
+        parameters = [p for p in list(inspect.signature(type(layer).call).parameters.values())[1:]
+                      if p.name not in ("training", "mask")]
+        required = sum(1 for p in parameters if p.kind in _KINDS and p.default is p.empty)
+        accepted = 1 << 30 if any(p.kind is inspect.Parameter.VAR_POSITIONAL
+                                  for p in parameters) else \
+            sum(1 for p in parameters if p.kind in _KINDS)
+        _POSITIONAL[key] = (required, accepted)
     return _POSITIONAL[key]
 
 
 def spreads_inputs(layer, inputs):
     """True when ``inputs`` go to several positional parameters of ``call``: they were given
     as ``layer(a, b)``, or ``call(self, a, b)`` requires as many as the list holds."""
-    if isinstance(inputs, PositionalInputs):
-        return True
+    if isinstance(inputs, PositionalInputs):     # else one list: model(a, b) == model([a, b])
+        return _positional(layer)[1] >= len(inputs)
     return isinstance(inputs, (list, tuple)) and len(inputs) > 1 and \
         required_inputs(layer) >= len(inputs)
 

@@ -167,3 +167,10 @@ class Star(layers.Layer):
 def test_star_args_spread_only_separate_inputs():
     np.testing.assert_allclose(Star()(A, B), A - B)
     assert np.shape(Star()([A, B])) == (2, 4, 5)      # one list argument stays one input
+
+
+def test_separate_inputs_to_a_model_act_as_a_list():
+    a, b = hiapi.Input((5,)), hiapi.Input((5,))
+    model = hiapi.Model([a, b], layers.subtract([a, b]))
+    np.testing.assert_allclose(model(A, B), A - B)
+    np.testing.assert_allclose(model([A, B]), A - B)
