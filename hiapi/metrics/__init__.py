@@ -20,6 +20,7 @@ from hiapi.metrics.regression import (
     CosineSimilarity, LogCoshError, MeanAbsoluteError, MeanAbsolutePercentageError,
     MeanSquaredError, MeanSquaredLogarithmicError, RootMeanSquaredError)
 from hiapi.metrics.confusion import AUC, Precision, Recall
+from hiapi.metrics.r2 import R2Score
 from hiapi.losses import (BinaryCrossentropy as _BCE, CategoricalCrossentropy as _CCE,
                           SparseCategoricalCrossentropy as _SCCE, KLDivergence as _KLD,
                           Hinge as _Hinge, SquaredHinge as _SquaredHinge,
@@ -51,7 +52,8 @@ _CLASSES = {cls.__name__: cls for cls in (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
     SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy, CosineSimilarity, LogCoshError,
     MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredError,
-    MeanSquaredLogarithmicError, RootMeanSquaredError, AUC, Precision, Recall, Mean, Sum,
+    MeanSquaredLogarithmicError, RootMeanSquaredError, R2Score, AUC, Precision, Recall, Mean,
+    Sum,
     BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, KLDivergence,
     Hinge, SquaredHinge, CategoricalHinge, Poisson)}
 
@@ -69,6 +71,7 @@ _BY_NAME = {
     "msle": MeanSquaredLogarithmicError, "MSLE": MeanSquaredLogarithmicError,
     "root_mean_squared_error": RootMeanSquaredError, "rmse": RootMeanSquaredError,
     "cosine_similarity": CosineSimilarity, "logcosh": LogCoshError, "log_cosh": LogCoshError,
+    "r2_score": R2Score,
     "precision": Precision, "recall": Recall, "auc": AUC,
     "binary_crossentropy": BinaryCrossentropy, "categorical_crossentropy": CategoricalCrossentropy,
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,

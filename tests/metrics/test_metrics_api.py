@@ -207,7 +207,8 @@ def test_a_lambda_metric_cannot_be_saved_and_says_why(tmp_path):
     metrics.TopKCategoricalAccuracy(k=3, name="top3"), metrics.Precision(thresholds=[0.2, 0.7]),
     metrics.Recall(), metrics.AUC(num_thresholds=20, from_logits=True),
     metrics.CosineSimilarity(axis=-1), metrics.RootMeanSquaredError(name="rmse"),
-    metrics.BinaryCrossentropy(from_logits=True), metrics.Mean(name="m"), metrics.Sum()])
+    metrics.BinaryCrossentropy(from_logits=True), metrics.Mean(name="m"), metrics.Sum(),
+    metrics.R2Score(class_aggregation=None, num_regressors=2)])
 def test_metric_config_round_trip(metric):
     copy = metrics.deserialize(metrics.serialize(metric))
     assert type(copy) is type(metric) and copy.get_config() == metric.get_config()
@@ -297,3 +298,42 @@ def test_keras_guide_metric_with_hiapi_ops_sees_the_labels_as_given():
     model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     _, count = model.evaluate(x, y, batch_size=6, verbose=0)
     assert count == (model.predict(x, verbose=0).argmax(-1) == y[:, 0]).sum()
+
+
+def np_r2(t, p, w=None):
+    w = np.ones(len(t)) if w is None else w
+    mean = (t * w[:, None]).sum(0) / w.sum()
+    residual = (((t - p) ** 2) * w[:, None]).sum(0)
+    total = (((t - mean) ** 2) * w[:, None]).sum(0)
+    return 1 - residual / total, total
+
+
+@pytest.mark.parametrize("aggregation", ["uniform_average", "variance_weighted_average", None])
+def test_r2_score_over_batches(aggregation):
+    t = RNG.normal(size=(40, 3)) * [1.0, 2.0, 0.5]
+    p = t + RNG.normal(size=(40, 3)) * 0.3
+    w = RNG.uniform(0.2, 1.0, 40)
+    metric = metrics.R2Score(class_aggregation=aggregation)
+    for part in (slice(0, 13), slice(13, 32), slice(32, 40)):
+        metric.update_state(t[part], p[part], sample_weight=w[part])
+    raw, variance = np_r2(t, p, w)
+    expected = raw.mean() if aggregation == "uniform_average" else \
+        (raw * variance).sum() / variance.sum() if aggregation else raw
+    np.testing.assert_allclose(metric.result(), expected, rtol=1e-9)
+
+
+def test_r2_score_adjusted_and_in_fit():
+    t = RNG.normal(size=(30, 1))
+    p = t + 0.5 * RNG.normal(size=(30, 1))
+    metric = metrics.R2Score(num_regressors=3)
+    metric.update_state(t, p)
+    r2 = np_r2(t, p)[0][0]
+    assert metric.result() == pytest.approx(1 - (1 - r2) * 29 / 26)
+    x = RNG.normal(size=(30, 2)).astype(np.float32)
+    model = hiapi.Sequential([hiapi.Input((2,)), hiapi.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", metrics=["r2_score"])
+    logs = model.evaluate(x, t[:, 0], batch_size=7, verbose=0, return_dict=True)
+    assert logs["r2_score"] == pytest.approx(np_r2(t, model.predict(x, verbose=0))[0][0],
+                                             rel=1e-5)
+    with pytest.raises(ValueError, match="class_aggregation must be one of"):
+        metrics.R2Score(class_aggregation="median")
