@@ -100,8 +100,9 @@ class CategoricalCrossentropy(_Probabilistic):
         super().__init__(from_logits, label_smoothing, axis, reduction, name, dtype)
 
     def check_labels(self, y_true_shape, y_pred_shape):
+        same_rank = len(y_true_shape) == len(y_pred_shape)
         if len(y_true_shape) == len(y_pred_shape) - 1 or (
-                len(y_true_shape) == len(y_pred_shape) and y_true_shape[-1] == 1 != y_pred_shape[-1]):
+                same_rank and y_true_shape[-1] == 1 != y_pred_shape[-1]):
             raise ValueError(
                 f"{self.name}: labels of shape {shape_text(y_true_shape)} must have the shape of "
                 f"the predictions {shape_text(y_pred_shape)}: these look like integer class "

@@ -8,7 +8,8 @@ ops, and on numpy arrays eagerly, returning an array::
     # array([0.25, 0.  ])  -- labels (2,) and predictions (2, 1) are aligned as in Keras
 
     def my_loss(y_true, y_pred):
-        return hiapi.losses.huber(y_true, y_pred, delta=0.5) + 0.1 * hiapi.losses.mae(y_true, y_pred)
+        huber = hiapi.losses.huber(y_true, y_pred, delta=0.5)
+        return huber + 0.1 * hiapi.losses.mae(y_true, y_pred)
 
 When ``y_pred`` comes out of a softmax or sigmoid, the cross-entropies use the numerically
 stable form on the logits behind it, as Keras does.

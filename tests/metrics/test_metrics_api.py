@@ -196,7 +196,8 @@ def test_metric_objects_and_per_output_metrics_save_and_load(tmp_path):
 
 def test_a_lambda_metric_cannot_be_saved_and_says_why(tmp_path):
     model = hiapi.Sequential([hiapi.Input((2,)), hiapi.layers.Dense(1)])
-    model.compile(optimizer="sgd", loss="mse", metrics=[lambda t, p: hiapi.graph.ops.mean(t - p, axis=-1)])
+    model.compile(optimizer="sgd", loss="mse",
+                  metrics=[lambda t, p: hiapi.graph.ops.mean(t - p, axis=-1)])
     model.fit(np.ones((4, 2), np.float32), np.ones(4, np.float32), verbose=0)
     with pytest.raises(ValueError, match="a lambda has no name to load it by"):
         model.save(tmp_path / "m.hiapi")
