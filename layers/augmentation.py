@@ -41,13 +41,17 @@ class _RandomImageLayer(Layer):
         self.counter = self.add_state((), "zeros", "seed_counter", "int64")
         self.built = True
 
+    identity_at_inference = True
+
     def call(self, inputs, training=None):
         x = ops.cast(inputs, self.dtype)
+        if not training and self.identity_at_inference:
+            return x
+        if None in x.shape[1:]:
+            self._fail(f"the image height, width and channels must be known, got input shape "
+                       f"{inputs.shape}")
         if self.data_format == "channels_first":
             x = ops.transpose(x, (0, 2, 3, 1))
-        if None in x.shape[1:3]:
-            self._fail(f"the image height and width must be known, got input shape "
-                       f"{inputs.shape}")
         y = self._transform(x, bool(training))
         return ops.transpose(y, (0, 3, 1, 2)) if self.data_format == "channels_first" else y
 
@@ -106,8 +110,6 @@ class RandomFlip(_RandomImageLayer):
         self.mode = mode
 
     def _transform(self, x, training):
-        if not training:
-            return x
         flip = ops.cast(self._uniform(x, 0) <= 0.5, np.float32)     # 1.0: flip this image
         h, w = x.shape[1:3]
         a0, a2 = (1.0 - 2.0 * flip, flip * float(w - 1)) if "horizontal" in self.mode \
@@ -127,6 +129,7 @@ class RandomCrop(_RandomImageLayer):
     Keras 3). At inference, or when the input is not larger than the target on both axes, take
     the largest centred window with the target's aspect ratio and resize it bilinearly
     (half-pixel centres, as ``keras.ops.image.resize``) to ``(height, width)``."""
+    identity_at_inference = False
 
     def __init__(self, height, width, seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, data_format=data_format, **kwargs)
@@ -171,8 +174,6 @@ class _AffineAugmentation(_RandomImageLayer):
         self.fill_value = float(fill_value)
 
     def _transform(self, x, training):
-        if not training:
-            return x
         transforms = self._random_transforms(x, *x.shape[1:3])
         self._advance()
         return ops.image_transform(x, transforms, x.shape[1:3], self.interpolation,
