@@ -1,4 +1,6 @@
 """The text of ``model.summary()``: one row per layer, then parameter totals (as in Keras)."""
+import re
+
 import numpy as np
 
 from hiapi.layers.input_layer import InputLayer
@@ -25,27 +27,72 @@ def _count(variables):
     return sum(int(np.prod(v.shape)) for v in variables)
 
 
-def summary_text(model, width=86):
-    """The summary table; columns widen to fit the longest layer name, class name and shape
-    (Keras wraps long cells rather than cutting them; a wider column keeps one row per
-    layer), so the table is at least ``width`` characters wide."""
+def _layer_rows(layers, show_trainable, expand_nested, depth=0):
+    rows = []
+    for layer in layers:
+        shape = layer.batch_shape if isinstance(layer, InputLayer) else \
+            getattr(layer, "_output_shape", None)
+        row = ["  " * depth + f"{layer.name} ({type(layer).__name__})", _shape_text(shape),
+               f"{_count(layer.weights):,}"]
+        if show_trainable:
+            row.append(("Y" if layer.trainable else "N") if layer.weights else "-")
+        rows.append(row)
+        inner = getattr(layer, "layers", None)
+        if expand_nested and inner:
+            rows += _layer_rows(inner, show_trainable, expand_nested, depth + 1)
+    return rows
+
+
+def _in_range(layers, layer_range):
+    """Keras's ``layer_range``: from the first layer whose name matches the first pattern to
+    the first after it matching the second (both included)."""
+    if layer_range is None:
+        return layers
+    if len(layer_range) != 2:
+        raise ValueError(f"summary: layer_range must be 2 layer names, got {layer_range!r}")
+    names = [layer.name for layer in layers]
+    start = next((i for i, n in enumerate(names) if re.match(layer_range[0], n)), None)
+    end = next((i for i, n in enumerate(names) if re.match(layer_range[1], n) and
+                start is not None and i >= start), None)
+    if start is None or end is None:
+        raise ValueError(f"summary: layer_range {layer_range!r} does not match the layer names "
+                         f"{names}")
+    return layers[start:end + 1]
+
+
+def _widths(rows, line_length, positions):
+    """Column widths: Keras's ``positions`` (fractions of ``line_length`` or absolute ends),
+    widened to fit the longest cell of each column."""
+    positions = list(positions or [44 / 86, 72 / 86, 1.0])
+    if len(positions) < len(rows[0]):
+        positions += [positions[-1] + 10 / line_length * (k + 1) if positions[-1] <= 1 else
+                      positions[-1] + 10 * (k + 1)
+                      for k in range(len(rows[0]) - len(positions))]
+    ends = [round(p * line_length) if p <= 1 else int(p) for p in positions]
+    widths = [b - a for a, b in zip([0] + ends, ends)]
+    return [max(w, max(len(r[c]) for r in rows) + (2 if c < 2 else 1))
+            for c, w in enumerate(widths)]
+
+
+def summary_text(model, line_length=None, positions=None, show_trainable=False,
+                 layer_range=None, expand_nested=False):
+    """The summary table with Keras's ``summary()`` arguments; columns widen to fit the longest
+    layer name, class name and shape (Keras wraps long cells rather than cutting them; a wider
+    column keeps one row per layer), so it is at least ``line_length`` (86) characters wide."""
     if not model.built:
         raise ValueError(f"Model {model.name!r} has not been built yet, so it has no shapes "
                          f"or weights to show: give it an Input, or fit/call it first")
-    rows = [("Layer (type)", "Output Shape", "Param #")]
-    for layer in model.layers:
-        shape = layer.batch_shape if isinstance(layer, InputLayer) else \
-            getattr(layer, "_output_shape", None)
-        rows.append((f"{layer.name} ({type(layer).__name__})", _shape_text(shape),
-                     f"{_count(layer.weights):,}"))
-    first = max(44, max(len(r[0]) for r in rows) + 2)
-    second = max(28, max(len(r[1]) for r in rows) + 2)
-    third = max(width - 44 - 28, max(len(r[2]) for r in rows) + 1)
-    width = first + second + third
+    header = ["Layer (type)", "Output Shape", "Param #"] + (["Trainable"] if show_trainable
+                                                              else [])
+    rows = [header] + _layer_rows(_in_range(model.layers, layer_range), show_trainable,
+                                  expand_nested)
+    widths = _widths(rows, line_length or 86, positions)
+    width = sum(widths)
     rule = lambda ch: ch * width
-    row = lambda a, b, c: f"{a:<{first}}{b:<{second}}{c:>{third}}"
-    lines = [f'Model: "{model.name}"', rule("━"), row(*rows[0]), rule("━")]
-    lines += [row(*r) for r in rows[1:]]
+    row = lambda cells: "".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}"
+                                for i, (c, w) in enumerate(zip(cells, widths)))
+    lines = [f'Model: "{model.name}"', rule("━"), row(rows[0]), rule("━")]
+    lines += [row(r) for r in rows[1:]]
     lines.append(rule("━"))
     trainable, frozen = model.trainable_weights, model.non_trainable_weights
     lines += [f" Total params: {_count(model.weights):,} ({_bytes_text(model.weights)})",

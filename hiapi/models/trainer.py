@@ -371,10 +371,13 @@ class Trainer:
         (print_fn or print)(format_profile(rows, roofline))
         return rows
 
-    def summary(self, print_fn=None):
-        """Print layers, output shapes and parameter counts, as Keras's ``summary()``."""
+    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False,
+                show_trainable=False, layer_range=None):
+        """Print layers, output shapes and parameter counts, as Keras's ``summary()`` (with its
+        arguments); returns None."""
         from hiapi.models.summary import summary_text
-        (print_fn or print)(summary_text(self))
+        (print_fn or print)(summary_text(self, line_length, positions, show_trainable,
+                                         layer_range, expand_nested))
 
 
 def _as_result(logs):

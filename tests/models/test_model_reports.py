@@ -61,3 +61,28 @@ def test_loading_a_real_keras_file_says_what_it_is(tmp_path):
         archive.writestr("model.weights.h5", io.BytesIO(b"\x89HDF").getvalue())
     with pytest.raises(ValueError, match="this is a Keras .keras file"):
         hiapi.models.load_model(path)
+
+
+def test_summary_takes_keras_arguments():
+    inner = hiapi.Sequential([hiapi.Input((4,)), layers.Dense(3, name="inner_dense")],
+                             name="block")
+    model = hiapi.Sequential([hiapi.Input((8,)), layers.Dense(4, name="first"),
+                              layers.BatchNormalization(name="bn"), layers.Dense(4, name="last"),
+                              inner])
+    model.layers[1].trainable = False
+    lines = []
+    model.summary(show_trainable=True, expand_nested=True, print_fn=lines.append)
+    rows = {line.split()[0].strip(): line for line in lines[0].splitlines()[4:9]}
+    assert rows["bn"].endswith("N") and rows["first"].endswith("Y")
+    assert "  inner_dense (Dense)" in lines[0]
+    lines = []
+    model.summary(line_length=120, layer_range=("bn", "last"), print_fn=lines.append)
+    text = lines[0]
+    assert "bn (BatchNormalization)" in text and "last (Dense)" in text
+    assert "first" not in text and "block" not in text
+    assert len(text.splitlines()[1]) == 120
+    lines = []
+    model.summary(positions=[30, 60, 75], print_fn=lines.append)
+    assert lines[0].splitlines()[2].index("Output Shape") == 30
+    with pytest.raises(ValueError, match="layer_range .* does not match"):
+        model.summary(layer_range=("nope", "last"))
