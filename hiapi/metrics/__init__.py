@@ -21,6 +21,7 @@ from hiapi.metrics.regression import (
     MeanSquaredError, MeanSquaredLogarithmicError, RootMeanSquaredError)
 from hiapi.metrics.confusion import AUC, Precision, Recall
 from hiapi.metrics.r2 import R2Score
+from hiapi.metrics.f_score import F1Score, FBetaScore
 from hiapi.losses import (BinaryCrossentropy as _BCE, CategoricalCrossentropy as _CCE,
                           SparseCategoricalCrossentropy as _SCCE, KLDivergence as _KLD,
                           Hinge as _Hinge, SquaredHinge as _SquaredHinge,
@@ -53,7 +54,7 @@ _CLASSES = {cls.__name__: cls for cls in (
     SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy, CosineSimilarity, LogCoshError,
     MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredError,
     MeanSquaredLogarithmicError, RootMeanSquaredError, R2Score, AUC, Precision, Recall, Mean,
-    Sum,
+    Sum, F1Score, FBetaScore,
     BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, KLDivergence,
     Hinge, SquaredHinge, CategoricalHinge, Poisson)}
 
@@ -71,7 +72,7 @@ _BY_NAME = {
     "msle": MeanSquaredLogarithmicError, "MSLE": MeanSquaredLogarithmicError,
     "root_mean_squared_error": RootMeanSquaredError, "rmse": RootMeanSquaredError,
     "cosine_similarity": CosineSimilarity, "logcosh": LogCoshError, "log_cosh": LogCoshError,
-    "r2_score": R2Score,
+    "r2_score": R2Score, "f1_score": F1Score, "fbeta_score": FBetaScore,
     "precision": Precision, "recall": Recall, "auc": AUC,
     "binary_crossentropy": BinaryCrossentropy, "categorical_crossentropy": CategoricalCrossentropy,
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,

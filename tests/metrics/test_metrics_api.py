@@ -356,3 +356,36 @@ def test_every_metric_class_round_trips_and_computes_the_same(name):
         metric.update_state(t, p), copy.update_state(t, p)
     np.testing.assert_allclose(copy.result(), metric.result())
     assert np.all(np.isfinite(metric.result()))
+
+
+def np_fbeta(t, p, beta, average, threshold, w):
+    predicted = (p >= p.max(-1, keepdims=True)) if threshold is None else (p > threshold)
+    predicted, w = predicted.astype(float), w[:, None]
+    axis = None if average == "micro" else 0
+    tp = (predicted * t * w).sum(axis)
+    fp = (predicted * (1 - t) * w).sum(axis)
+    fn = ((1 - predicted) * t * w).sum(axis)
+    precision, recall = tp / (tp + fp + 1e-7), tp / (tp + fn + 1e-7)
+    score = (1 + beta ** 2) * precision * recall / (beta ** 2 * precision + recall + 1e-7)
+    if average == "weighted":
+        support = (t * w).sum(0)
+        return (score * support / (support.sum() + 1e-7)).sum()
+    return score.mean() if average else score
+
+
+@pytest.mark.parametrize("average", [None, "micro", "macro", "weighted"])
+@pytest.mark.parametrize("threshold", [None, 0.4])
+def test_fbeta_score_over_weighted_batches(average, threshold):
+    t = np.eye(3)[RNG.integers(0, 3, 50)]
+    p = np.clip(t * 0.4 + RNG.uniform(size=(50, 3)) * 0.6, 0, 1)
+    w = RNG.uniform(0.2, 1.0, 50)
+    metric = metrics.FBetaScore(average=average, beta=2.0, threshold=threshold)
+    for part in (slice(0, 17), slice(17, 50)):
+        metric.update_state(t[part], p[part], sample_weight=w[part])
+    np.testing.assert_allclose(metric.result(), np_fbeta(t, p, 2.0, average, threshold, w),
+                               rtol=1e-9)
+    f1 = metrics.get("f1_score")
+    f1.update_state(t, p)
+    np.testing.assert_allclose(f1.result(), np_fbeta(t, p, 1.0, None, None, np.ones(50)))
+    with pytest.raises(ValueError, match="average must be one of"):
+        metrics.F1Score(average="mean")
