@@ -112,3 +112,12 @@ def test_adapted_normalization_trains_saves_and_loads(tmp_path):
     loaded = hiapi.models.load_model(tmp_path / "norm.hiapi")
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
                                rtol=1e-6)
+
+
+def test_adapt_after_the_model_is_built_takes_effect():
+    norm = layers.Normalization()
+    model = hiapi.Sequential([hiapi.Input((2,)), norm])
+    x = np.array([[1.0, 2.0], [3.0, 6.0]], np.float32)
+    np.testing.assert_array_equal(model.predict(x, verbose=0), x)     # mean 0, variance 1
+    norm.adapt(x)
+    np.testing.assert_allclose(model.predict(x, verbose=0), [[-1, -1], [1, 1]], rtol=1e-6)
