@@ -7,14 +7,19 @@ from hiapi.losses.shapes import squeeze_or_expand_to_same_rank
 from hiapi.metrics.metric import Metric, graph_update
 
 _COUNTS = ("true_positives", "false_positives", "false_negatives", "true_negatives")
+NEG_INF = -1e10     # Keras's stand-in for -inf in confusion metrics
 
 
 class _Confusion(Metric):
     """Counts of true/false positives/negatives at ``thresholds`` (binary or per-element)."""
 
-    def __init__(self, thresholds, name=None, dtype=None):
+    def __init__(self, thresholds, name=None, dtype=None, top_k=None, class_id=None):
         super().__init__(name=name, dtype=dtype)
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"{type(self).__name__}: top_k must be a positive integer, got "
+                             f"{top_k!r}")
         self.thresholds = [float(t) for t in thresholds]
+        self.top_k, self.class_id = top_k, class_id
         for count in _COUNTS:
             setattr(self, count, self.add_variable((len(self.thresholds),), "zeros",
                                                    dtype="float64", name=count))
@@ -22,8 +27,22 @@ class _Confusion(Metric):
     def _scores(self, y_pred):
         return y_pred
 
+    def _select(self, y_true, y_pred):
+        """Keras's ``top_k`` (scores outside each row's k largest count as negative) and
+        ``class_id`` (one column only)."""
+        if self.top_k is not None:
+            higher = ops.sum(ops.cast(ops.expand_dims(y_pred, -2) > ops.expand_dims(y_pred, -1),
+                                      "float32"), axis=-1)
+            y_pred = ops.where(higher < self.top_k, y_pred, NEG_INF)
+        if self.class_id is not None:
+            column = int(self.class_id)
+            y_true = ops.slice_axis(y_true, -1, column, column + 1)
+            y_pred = ops.slice_axis(y_pred, -1, column, column + 1)
+        return y_true, y_pred
+
     def statistics(self, y_true, y_pred, sample_weight=None):
         y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
+        y_true, y_pred = self._select(y_true, y_pred)
         truth = ops.cast(y_true, "float32") > 0.5
         y_pred = self._scores(y_pred)
         weight = None if sample_weight is None else ops.cast(sample_weight, "float64")
@@ -50,7 +69,8 @@ class _Confusion(Metric):
         self._update_from_statistics(y_true, y_pred, sample_weight)
 
     def get_config(self):
-        return {**super().get_config(), "thresholds": self.thresholds}
+        return {**super().get_config(), "thresholds": self.thresholds, "top_k": self.top_k,
+                "class_id": self.class_id}
 
 
 def _ratio(numerator, denominator):
@@ -59,15 +79,19 @@ def _ratio(numerator, denominator):
     return float(value[0]) if value.size == 1 else value.tolist()
 
 
-def _thresholds(thresholds):
-    return [0.5] if thresholds is None else np.atleast_1d(thresholds).tolist()
+def _thresholds(thresholds, top_k):
+    """Keras's default: 0.5, or "every top-k score is positive" with ``top_k``."""
+    if thresholds is None:
+        return [0.5 if top_k is None else NEG_INF]
+    return np.atleast_1d(thresholds).tolist()
 
 
 class Precision(_Confusion):
     """TP / (TP + FP) at ``thresholds`` (default 0.5) over all batches seen."""
 
-    def __init__(self, thresholds=None, name="precision", dtype=None):
-        super().__init__(_thresholds(thresholds), name, dtype)
+    def __init__(self, thresholds=None, top_k=None, class_id=None, name="precision",
+                 dtype=None):
+        super().__init__(_thresholds(thresholds, top_k), name, dtype, top_k, class_id)
 
     def result(self):
         tp, fp = self.true_positives.value, self.false_positives.value
@@ -77,8 +101,9 @@ class Precision(_Confusion):
 class Recall(_Confusion):
     """TP / (TP + FN) at ``thresholds`` (default 0.5) over all batches seen."""
 
-    def __init__(self, thresholds=None, name="recall", dtype=None):
-        super().__init__(_thresholds(thresholds), name, dtype)
+    def __init__(self, thresholds=None, top_k=None, class_id=None, name="recall",
+                 dtype=None):
+        super().__init__(_thresholds(thresholds, top_k), name, dtype, top_k, class_id)
 
     def result(self):
         tp, fn = self.true_positives.value, self.false_negatives.value

@@ -389,3 +389,25 @@ def test_fbeta_score_over_weighted_batches(average, threshold):
     np.testing.assert_allclose(f1.result(), np_fbeta(t, p, 1.0, None, None, np.ones(50)))
     with pytest.raises(ValueError, match="average must be one of"):
         metrics.F1Score(average="mean")
+
+
+def test_precision_recall_top_k_and_class_id():
+    t = np.eye(4)[RNG.integers(0, 4, 30)]
+    p = RNG.uniform(size=(30, 4))
+    top2 = np.argsort(-p, axis=1)[:, :2]
+    in_top2 = np.zeros_like(p, bool)
+    np.put_along_axis(in_top2, top2, True, axis=1)
+    tp = (in_top2 & (t == 1)).sum()
+    precision = metrics.Precision(top_k=2)
+    recall = metrics.Recall(top_k=2)
+    for part in (slice(0, 11), slice(11, 30)):
+        precision.update_state(t[part], p[part])
+        recall.update_state(t[part], p[part])
+    assert precision.result() == pytest.approx(tp / in_top2.sum())
+    assert recall.result() == pytest.approx(tp / t.sum())
+    column = metrics.Precision(class_id=2, thresholds=0.6)
+    column.update_state(t, p)
+    predicted = p[:, 2] > 0.6
+    assert column.result() == pytest.approx((predicted & (t[:, 2] == 1)).sum() / predicted.sum())
+    copy = metrics.deserialize(metrics.serialize(metrics.Recall(top_k=3, class_id=1)))
+    assert copy.top_k == 3 and copy.class_id == 1
