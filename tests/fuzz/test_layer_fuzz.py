@@ -2,7 +2,8 @@
 layer either runs, giving the output shape its symbolic shape inference promised (and
 ``compute_output_shape`` agrees) with finite values and finite gradients for finite input, or it
 raises ValueError / TypeError whose message names the layer. Any other exception, a shape
-mismatch or a NaN fails.
+mismatch or a NaN fails. At inference, ``from_config(get_config())`` with the same weights must
+also compute the same output.
 
 The cases are a table (tests/fuzz/layer_cases.py); every layer in ``hiapi.layers`` must have one.
 Runs are derandomized, so CI sees the same examples every time.
@@ -56,8 +57,10 @@ def check_layer(case, kwargs, inputs, training):
         for g, p in zip(got, promised)), \
         f"{case.name}({kwargs}): eager shapes {got}, symbolic {promised}"
     if not multi or type(layer).compute_output_shape is not Layer.compute_output_shape:
-        shapes = [h.shape for h in holders] if multi else holders[0].shape
-        computed = [tuple(s) for s in _flat_shapes(layer.compute_output_shape(shapes))]
+        shapes = [h.shape for h in holders]
+        computed = layer.compute_output_shape(*shapes) if case.spread else \
+            layer.compute_output_shape(shapes if multi else shapes[0])
+        computed = [tuple(s) for s in _flat_shapes(computed)]
         assert computed == [v.shape for v in symbolic], \
             f"{case.name}({kwargs}): compute_output_shape {computed}, symbolic " \
             f"{[v.shape for v in symbolic]}"
@@ -65,6 +68,19 @@ def check_layer(case, kwargs, inputs, training):
         assert np.all(np.isfinite(out)), \
             f"{case.name}({kwargs}, training={training}) gave non-finite values from finite input"
     check_gradients(case, kwargs, layer, holders, symbolic, arrays, training)
+    if not training:
+        check_config_round_trip(case, kwargs, layer, inputs, eager)
+
+
+def check_config_round_trip(case, kwargs, layer, inputs, eager):
+    """``from_config(get_config())`` with the same weights computes the same outputs."""
+    clone = type(layer).from_config(layer.get_config())
+    args = inputs if case.spread else [inputs]
+    _flat(clone(*args, training=False))                 # builds it
+    clone.set_weights(layer.get_weights())
+    for a, b in zip(_flat(clone(*args, training=False)), eager):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6,
+                                   err_msg=f"{case.name}({kwargs}) after a config round trip")
 
 
 def check_gradients(case, kwargs, layer, holders, symbolic, arrays, training):
