@@ -227,3 +227,22 @@ def test_batch_normalization_statistics_over_real_steps():
     assert layers.BatchNormalization()(embedded)._keras_mask is embedded._keras_mask
     with pytest.raises(ValueError, match="one axis less"):
         layers.BatchNormalization()(x, mask=np.ones((3, 5, 4), bool))
+
+
+def test_a_loaded_model_masks_as_the_saved_one(tmp_path):
+    model = hiapi.Sequential([hiapi.Input((5,), dtype="int64"),
+                              layers.Embedding(10, 3, mask_zero=True),
+                              layers.Bidirectional(layers.GRU(4, return_sequences=True)),
+                              layers.GlobalAveragePooling1D()])
+    model.save(tmp_path / "masked.hiapi")
+    loaded = hiapi.models.load_model(tmp_path / "masked.hiapi")
+    assert loaded.layers[0].get_config()["mask_zero"] is True
+    np.testing.assert_allclose(loaded.predict(IDS, verbose=0), model.predict(IDS, verbose=0),
+                               rtol=1e-6)
+    short = hiapi.Input((3,), dtype="int64")          # the loaded layers on row 0 unpadded
+    x = short
+    for layer in loaded.layers:
+        x = layer(x)
+    alone = hiapi.Model(short, x).predict(IDS[:1, :3], verbose=0)
+    np.testing.assert_allclose(loaded.predict(IDS, verbose=0)[0], alone[0], rtol=1e-5,
+                               atol=1e-6)
