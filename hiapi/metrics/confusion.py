@@ -41,24 +41,27 @@ class _Confusion(Metric):
         return y_true, y_pred
 
     def statistics(self, y_true, y_pred, sample_weight=None):
+        """TP, FP, FN, TN per threshold: every threshold at once, on a trailing axis."""
         y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
         y_true, y_pred = self._select(y_true, y_pred)
-        truth = ops.cast(y_true, "float32") > 0.5
-        y_pred = self._scores(y_pred)
-        weight = None if sample_weight is None else ops.cast(sample_weight, "float64")
-        while weight is not None and weight.ndim < y_pred.ndim:
-            weight = ops.expand_dims(weight, -1)
-        stats = [[], [], [], []]
-        for threshold in self.thresholds:
-            predicted = y_pred > threshold
-            for i, (p, t) in enumerate(((True, True), (True, False), (False, True),
-                                        (False, False))):
-                hit = predicted if p else ops.equal(predicted, False)
-                label = truth if t else ops.equal(truth, False)
-                counted = ops.cast(ops.where(label, hit, False), "float64")
-                stats[i].append(ops.sum(counted if weight is None else counted * weight))
-        return [ops.concatenate([ops.expand_dims(v, 0) for v in s], 0) if len(s) > 1 else
-                ops.expand_dims(s[0], 0) for s in stats]
+        scores = self._scores(y_pred)
+        thresholds = ops.constant(np.array(self.thresholds, scores.dtype))
+        predicted = ops.cast(ops.expand_dims(scores, -1) > thresholds, "float64")
+        truth = ops.expand_dims(ops.cast(ops.cast(y_true, "float32") > 0.5, "float64"), -1)
+        weight = ops.broadcast_like(ops.constant(np.float64(1.0)), truth)   # (..., 1)
+        if sample_weight is not None:
+            sample = ops.cast(sample_weight, "float64")
+            while sample.ndim < truth.ndim:
+                sample = ops.expand_dims(sample, -1)
+            weight = weight * sample
+        predicted = predicted * weight
+        axes = tuple(range(predicted.ndim - 1))
+        over_thresholds = lambda v: ops.sum(ops.broadcast_like(v, predicted), axis=axes)
+        tp = ops.sum(predicted * truth, axis=axes)
+        positives = ops.sum(predicted, axis=axes)                # TP + FP
+        labelled = over_thresholds(truth * weight)               # TP + FN
+        total = over_thresholds(weight)
+        return [tp, positives - tp, labelled - tp, total - positives - labelled + tp]
 
     def merge_statistics(self, values):
         for count, value in zip(_COUNTS, values):
@@ -111,16 +114,30 @@ class Recall(_Confusion):
 
 
 class AUC(_Confusion):
-    """Area under the ROC curve, from confusion counts at ``num_thresholds`` thresholds with the
-    trapezoidal rule (Keras's default summation for ROC); ``from_logits`` applies a sigmoid
-    to the predictions first."""
+    """Area under the ROC (``curve="ROC"``) or precision-recall (``"PR"``) curve, from
+    confusion counts at ``num_thresholds`` evenly spaced thresholds (or the given
+    ``thresholds``), summed as Keras does: ``"interpolation"`` (trapezoids for ROC, Davis &
+    Goadrich 2006 interpolation for PR), ``"minoring"`` or ``"majoring"``. ``from_logits``
+    applies a sigmoid to the predictions first."""
 
-    def __init__(self, num_thresholds=200, name="auc", dtype=None, from_logits=False):
-        if num_thresholds < 2:
-            raise ValueError(f"AUC: num_thresholds must be > 1, got {num_thresholds!r}")
-        self.num_thresholds, self.from_logits = int(num_thresholds), bool(from_logits)
+    def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation",
+                 name="auc", dtype=None, thresholds=None, from_logits=False):
+        if curve not in ("ROC", "PR"):
+            raise ValueError(f"AUC: curve must be 'ROC' or 'PR', got {curve!r}")
+        if summation_method not in ("interpolation", "minoring", "majoring"):
+            raise ValueError(f"AUC: summation_method must be 'interpolation', 'minoring' or "
+                             f"'majoring', got {summation_method!r}")
         epsilon = 1e-7
-        inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        if thresholds is not None:
+            inner = sorted(float(t) for t in np.atleast_1d(thresholds))
+            num_thresholds = len(inner) + 2
+        elif num_thresholds < 2:
+            raise ValueError(f"AUC: num_thresholds must be > 1, got {num_thresholds!r}")
+        else:
+            inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        self.num_thresholds, self.from_logits = int(num_thresholds), bool(from_logits)
+        self.curve, self.summation_method = curve, summation_method
+        self._given_thresholds = None if thresholds is None else inner
         super().__init__([-epsilon] + inner + [1.0 + epsilon], name, dtype)
 
     def _scores(self, y_pred):
@@ -128,11 +145,42 @@ class AUC(_Confusion):
 
     def result(self):
         tp, fp, fn, tn = (getattr(self, c).value for c in _COUNTS)
-        tpr = tp / np.maximum(tp + fn, 1e-300)
-        fpr = fp / np.maximum(fp + tn, 1e-300)
-        return float(np.sum((fpr[:-1] - fpr[1:]) * (tpr[:-1] + tpr[1:]) / 2))
+        if self.curve == "PR" and self.summation_method == "interpolation":
+            return _interpolated_pr_auc(tp, fp, fn)
+        recall = _divide(tp, tp + fn)
+        x, y = (_divide(fp, fp + tn), recall) if self.curve == "ROC" else \
+            (recall, _divide(tp, tp + fp))
+        if self.summation_method == "interpolation":
+            heights = (y[:-1] + y[1:]) / 2
+        else:
+            heights = (np.minimum if self.summation_method == "minoring" else np.maximum)(
+                y[:-1], y[1:])
+        return float(np.sum((x[:-1] - x[1:]) * heights))
 
     def get_config(self):
         config = Metric.get_config(self)
-        return {**config, "num_thresholds": self.num_thresholds,
-                "from_logits": self.from_logits}
+        return {**config, "num_thresholds": self.num_thresholds, "curve": self.curve,
+                "summation_method": self.summation_method,
+                "thresholds": self._given_thresholds, "from_logits": self.from_logits}
+
+
+def _divide(numerator, denominator):
+    """numerator / denominator, 0 where the denominator is 0 (Keras's divide_no_nan)."""
+    return np.where(denominator != 0, numerator / np.where(denominator != 0, denominator, 1),
+                    0.0)
+
+
+def _interpolated_pr_auc(tp, fp, fn):
+    """Keras's ``interpolate_pr_auc``: precision interpolated linearly in the number of
+    predicted positives between thresholds (Davis & Goadrich 2006)."""
+    dtp = tp[:-1] - tp[1:]
+    positives = tp + fp
+    dp = positives[:-1] - positives[1:]
+    slope = _divide(dtp, np.maximum(dp, 0))
+    intercept = tp[1:] - slope * positives[1:]
+    ratio = np.where((positives[:-1] > 0) & (positives[1:] > 0),
+                     _divide(positives[:-1], np.maximum(positives[1:], 0)), 1.0)
+    with np.errstate(divide="ignore"):
+        log_ratio = np.log(ratio)
+    return float(np.sum(_divide(slope * (dtp + intercept * log_ratio),
+                                np.maximum(tp[1:] + fn[1:], 0))))

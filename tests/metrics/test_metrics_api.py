@@ -411,3 +411,48 @@ def test_precision_recall_top_k_and_class_id():
     assert column.result() == pytest.approx((predicted & (t[:, 2] == 1)).sum() / predicted.sum())
     copy = metrics.deserialize(metrics.serialize(metrics.Recall(top_k=3, class_id=1)))
     assert copy.top_k == 3 and copy.class_id == 1
+
+
+def test_auc_pr_curve_and_summation_methods():
+    truth = RNG.integers(0, 2, 400).astype(np.float32)
+    scores = np.clip(truth * 0.35 + RNG.uniform(size=400) * 0.65, 0, 1).astype(np.float32)
+    order = np.argsort(-scores)
+    hits = truth[order]
+    average_precision = np.sum(np.cumsum(hits) / np.arange(1, 401) * hits) / hits.sum()
+    values = {}
+    for method in ("interpolation", "minoring", "majoring"):
+        metric = metrics.AUC(num_thresholds=1000, curve="PR", summation_method=method)
+        for part in (slice(0, 150), slice(150, 400)):
+            metric.update_state(truth[part], scores[part])
+        values[method] = metric.result()
+    assert values["minoring"] <= values["interpolation"] <= values["majoring"]
+    assert values["interpolation"] == pytest.approx(average_precision, abs=0.01)
+    separable = metrics.AUC(curve="PR")
+    separable.update_state(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0.1, 0.3, 0.7, 0.9]))
+    assert separable.result() == pytest.approx(1.0, abs=1e-6)
+    given = metrics.AUC(thresholds=[0.25, 0.5, 0.75])
+    assert given.num_thresholds == 5
+    assert metrics.deserialize(metrics.serialize(given)).get_config() == given.get_config()
+    with pytest.raises(ValueError, match="curve must be 'ROC' or 'PR'"):
+        metrics.AUC(curve="DET")
+
+
+def test_weighted_confusion_counts():
+    truth = RNG.integers(0, 2, (40, 2)).astype(np.float32)
+    scores = RNG.uniform(size=(40, 2)).astype(np.float32)
+    w = RNG.uniform(0.1, 2.0, 40)
+    precision, recall = metrics.Precision(thresholds=[0.3, 0.6]), metrics.Recall()
+    auc = metrics.AUC(num_thresholds=3)                 # thresholds -eps, 0.5, 1 + eps
+    for m in (precision, recall, auc):
+        m.update_state(truth, scores, sample_weight=w)
+    ww = np.broadcast_to(w[:, None], truth.shape)
+    for threshold, got in zip((0.3, 0.6), precision.result()):
+        predicted = scores > threshold
+        assert got == pytest.approx((ww * (predicted & (truth == 1))).sum() /
+                                    (ww * predicted).sum())
+    predicted = scores > 0.5
+    tp, fn = (ww * (predicted & (truth == 1))).sum(), (ww * (~predicted & (truth == 1))).sum()
+    fp, tn = (ww * (predicted & (truth == 0))).sum(), (ww * (~predicted & (truth == 0))).sum()
+    assert recall.result() == pytest.approx(tp / (tp + fn))
+    tpr, fpr = tp / (tp + fn), fp / (fp + tn)          # trapezoids through (1,1), (fpr,tpr), (0,0)
+    assert auc.result() == pytest.approx((1 - fpr) * (1 + tpr) / 2 + fpr * tpr / 2)
