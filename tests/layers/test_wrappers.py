@@ -200,3 +200,23 @@ def test_masked_bidirectional_gradient():
     mask = ops.constant(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool))
     layer = layers.Bidirectional(layers.LSTM(3, return_sequences=True))
     check_op(lambda a: layer(a, mask=mask), [x], atol=1e-5, rtol=1e-4)
+
+
+def test_time_distributed_passes_each_steps_mask_to_the_wrapped_layer():
+    # documents of 2 sentences of 4 words; sentence-level LSTM over its own words
+    ids = np.array([[[3, 1, 0, 0], [2, 2, 2, 5]], [[4, 0, 0, 0], [7, 6, 0, 0]]])
+    embed = layers.Embedding(9, 3, mask_zero=True)
+    words = layers.TimeDistributed(layers.LSTM(4))
+    inputs = hiapi.Input((2, 4), dtype="int64")
+    padded = hiapi.Model(inputs, words(embed(inputs))).predict(ids, verbose=0)
+    lengths = (ids != 0).sum(-1)
+    for d in range(2):
+        for s in range(2):
+            alone = words.layer(embed(ids[d:d + 1, s, :lengths[d, s]]))
+            np.testing.assert_allclose(padded[d, s], alone[0], rtol=1e-5, atol=1e-6)
+    sentences = words(embed(inputs))
+    real = hiapi.graph.Function([inputs], [sentences._keras_mask])(
+        np.array([[[3, 0, 0, 0], [0, 0, 0, 0]]]))[0]
+    np.testing.assert_array_equal(real, [[True, False]])      # a sentence with any word
+    sequences = layers.TimeDistributed(layers.LSTM(2, return_sequences=True))(embed(inputs))
+    assert sequences._keras_mask.shape == (None, 2, 4)         # the LSTM's own mask, unfolded
