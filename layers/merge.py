@@ -5,9 +5,9 @@ from hiapi.graph import ops
 from hiapi.layers.layer import Layer
 
 
-def _all(masks):
-    """Elementwise AND of boolean masks."""
-    return reduce(lambda a, b: ops.where(a, b, a), masks)
+def _any(masks):
+    """Elementwise OR of boolean masks."""
+    return reduce(lambda a, b: ops.where(a, a, b), masks)
 
 
 def _real_steps(x):
@@ -17,9 +17,11 @@ def _real_steps(x):
 
 class _Merge(Layer):
     def compute_mask(self, inputs, previous_mask=None):
-        """As Keras: a step is real where it is real in every input that carries a mask."""
-        masks = [m for m in previous_mask or [] if m is not None]
-        return _all(masks) if masks else None
+        """As Keras 3: when every input carries a mask, a step is real where it is real in
+        any of them; otherwise no mask."""
+        if not previous_mask or any(m is None for m in previous_mask):
+            return None
+        return _any(previous_mask)
 
     def _check(self, inputs):
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
@@ -75,15 +77,14 @@ class Concatenate(_Merge):
             raise ValueError(f"Concatenate {self.name!r}: {error}") from None
 
     def compute_mask(self, inputs, previous_mask=None):
-        """Along the features, the AND of the masks; along the steps (axis 1), the masks
-        joined (an input without one is all real), as Keras does."""
+        """As Keras 3, an input without a mask counting as all real: along the steps (axis 1)
+        the masks joined, along the features their OR."""
         if not previous_mask or all(m is None for m in previous_mask):
             return None
-        axis = self.axis % inputs[0].ndim
-        if axis == 1 and inputs[0].ndim > 2:
-            return ops.concatenate([_real_steps(x) if m is None else m
-                                    for x, m in zip(inputs, previous_mask)], 1)
-        return super().compute_mask(inputs, previous_mask)
+        masks = [_real_steps(x) if m is None else m for x, m in zip(inputs, previous_mask)]
+        if self.axis % inputs[0].ndim == 1 and inputs[0].ndim > 2:
+            return ops.concatenate(masks, 1)
+        return _any(masks)
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}

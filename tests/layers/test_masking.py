@@ -177,11 +177,14 @@ def test_merge_layers_combine_masks():
                                                   steps._keras_mask])
     ids = np.array([[1, 2, 0, 0]])
     x = np.zeros((1, 4, 3), np.float32)
-    x[0, 0] = 0.5                                     # step 0 of x is padding
-    both, joined, concatenated = masks(ids, x)
-    np.testing.assert_array_equal(both, [[False, True, False, False]])
-    np.testing.assert_array_equal(joined, both)
+    x[0, 0] = 0.5                                     # steps 0 and 3 of x are padding
+    x[0, 1:3] = 1.0
+    x[0, 3] = 0.5
+    either, joined, concatenated = masks(ids, x)      # Keras 3: the OR of the masks
+    np.testing.assert_array_equal(either, [[True, True, True, False]])
+    np.testing.assert_array_equal(joined, either)
     np.testing.assert_array_equal(concatenated, [[True, True, False, False] + [True] * 4])
+    assert layers.Add()([embedded, layers.Dense(3)(x_in)])._keras_mask is None
 
 
 def test_layers_that_pass_masks_as_keras():
