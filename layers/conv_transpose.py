@@ -11,7 +11,6 @@ placement of the 'same' padding matches Keras's JAX/TensorFlow backends.
 from hiapi.graph import ops
 from hiapi.graph.ops import conv_geometry as geo
 from hiapi.layers.conv import _Conv
-from hiapi.layers.input_spec import InputSpec
 
 
 def deconv_length(size, kernel, stride, dilation, padding, output_padding):
@@ -36,37 +35,20 @@ class _ConvTranspose(_Conv):
                          1, activation, use_bias, kernel_initializer, bias_initializer,
                          kernel_regularizer, bias_regularizer, kernel_constraint,
                          bias_constraint, **kwargs)
-        cls = type(self).__name__
-        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"{cls} {self.name!r}: strides > 1 together with "
-                             f"dilation_rate > 1 is not supported, got strides={self.strides}, "
-                             f"dilation_rate={self.dilation_rate}")
+        self._check_no_strided_dilation()
         self.output_padding = None
         if output_padding is not None:
             pads = (output_padding,) * self.rank if isinstance(output_padding, int) \
                 else tuple(output_padding)
             if len(pads) != self.rank or not all(isinstance(p, int) and 0 <= p < s
                                                  for p, s in zip(pads, self.strides)):
-                raise ValueError(f"{cls} {self.name!r}: output_padding must be an int or "
+                raise ValueError(f"{self._who()}: output_padding must be an int or "
                                  f"{self.rank} ints, each >= 0 and smaller than its stride "
                                  f"{self.strides}, got {output_padding!r}")
             self.output_padding = pads
 
-    def build(self, input_shape):
-        channel_axis = 1 if self.data_format == "channels_first" else -1
-        channels = input_shape[channel_axis]
-        if channels is None:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: the channel axis of input "
-                             f"shape {input_shape} must be known")
-        self.kernel = self.add_weight(self.kernel_size + (self.filters, channels),
-                                      self.kernel_initializer, "kernel",
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = self.add_weight((self.filters,), self.bias_initializer, "bias",
-                                    regularizer=self.bias_regularizer,
-                                    constraint=self.bias_constraint) if self.use_bias else None
-        self.input_spec = InputSpec(ndim=self.rank + 2, axes={channel_axis: channels})
-        self.built = True
+    def _kernel_shape(self, channels):
+        return self.kernel_size + (self.filters, channels)
 
     def _apply(self, x):
         kernel, kernel_size = self.kernel.read, self.kernel_size
@@ -78,14 +60,14 @@ class _ConvTranspose(_Conv):
             pads = (None,) + pads
         hw = x.shape[1:3]
         if None in hw:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: the spatial size of the "
+            raise ValueError(f"{self._who()}: the spatial size of the "
                              f"input must be known, got shape {x.shape}")
         out_hw = tuple(deconv_length(n, k, s, d, self.padding, p) for n, k, s, d, p in
                        zip(hw, kernel_size, strides, dilation, pads))
         back = tuple(geo.output_size(n, k, s, d, self.padding) for n, k, s, d in
                      zip(out_hw, kernel_size, strides, dilation))
         if back != tuple(hw):
-            raise ValueError(f"{type(self).__name__} {self.name!r}: with kernel_size "
+            raise ValueError(f"{self._who()}: with kernel_size "
                              f"{self.kernel_size}, strides {self.strides}, padding "
                              f"{self.padding!r} and output_padding {self.output_padding}, an "
                              f"output of size {out_hw} does not convolve back to the input's "

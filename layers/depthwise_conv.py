@@ -8,14 +8,12 @@ separable convolution follows it with a 1x1 "pointwise" convolution mixing the c
 (Chollet 2017, https://arxiv.org/abs/1610.02357), here one matmul over the channel axis. The
 1-D layers run the 2-D op on a height-1 image, as ``Conv1D`` does.
 """
-from hiapi import activations, constraints, initializers, regularizers
+from hiapi import constraints, initializers, regularizers
 from hiapi.graph import ops
-from hiapi.graph.ops import conv_geometry as geo
-from hiapi.layers.input_spec import InputSpec
-from hiapi.layers.layer import Layer
+from hiapi.layers.conv_base import _ConvBase
 
 
-class _DepthwiseBase(Layer):
+class _DepthwiseBase(_ConvBase):
     rank = 2
 
     def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
@@ -23,59 +21,22 @@ class _DepthwiseBase(Layer):
                  depthwise_initializer="glorot_uniform", bias_initializer="zeros",
                  depthwise_regularizer=None, bias_regularizer=None, depthwise_constraint=None,
                  bias_constraint=None, **kwargs):
-        super().__init__(**kwargs)
-        cls = type(self).__name__
-        padding = str(padding).lower()
-        geo.check_padding(f"{cls} {self.name!r}", padding)
+        super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
+                         use_bias, bias_initializer, bias_regularizer, bias_constraint, **kwargs)
         if not isinstance(depth_multiplier, int) or depth_multiplier <= 0:
-            raise ValueError(f"{cls} {self.name!r}: depth_multiplier must be a positive "
+            raise ValueError(f"{self._who()}: depth_multiplier must be a positive "
                              f"integer, got {depth_multiplier!r}")
-        if data_format not in (None, "channels_last", "channels_first"):
-            raise ValueError(f"{cls} {self.name!r}: data_format must be channels_last or "
-                             f"channels_first, got {data_format!r}")
-        self.kernel_size = self._tuple("kernel_size", kernel_size)
-        self.strides = self._tuple("strides", strides)
-        self.dilation_rate = self._tuple("dilation_rate", dilation_rate)
-        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"{cls} {self.name!r}: strides > 1 together with dilation_rate > 1 "
-                             f"is not supported (Keras does not allow it either)")
-        self.padding, self.depth_multiplier = padding, depth_multiplier
-        self.data_format = data_format or "channels_last"
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.depthwise_initializer, self.bias_initializer = depthwise_initializer, \
-            bias_initializer
+        self._check_no_strided_dilation()
+        self.depth_multiplier = depth_multiplier
+        self.depthwise_initializer = depthwise_initializer
         self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
         self.depthwise_constraint = constraints.get(depthwise_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
-        self.input_spec = InputSpec(ndim=self.rank + 2)
-
-    def _tuple(self, name, value):
-        values = (value,) * self.rank if isinstance(value, int) else tuple(value)
-        if len(values) != self.rank or not all(isinstance(v, int) and v > 0 for v in values):
-            raise ValueError(f"{type(self).__name__} {self.name!r}: {name} must be a positive "
-                             f"int or {self.rank} of them, got {value!r}")
-        return values
-
-    def _channels(self, input_shape):
-        axis = 1 if self.data_format == "channels_first" else -1
-        if input_shape[axis] is None:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: the channel axis of input "
-                             f"shape {input_shape} must be known")
-        self.input_spec = InputSpec(ndim=self.rank + 2, axes={axis: input_shape[axis]})
-        return input_shape[axis]
 
     def _depthwise_weight(self, channels, name):
         return self.add_weight(self.kernel_size + (channels, self.depth_multiplier),
                                self.depthwise_initializer, name,
                                regularizer=self.depthwise_regularizer,
                                constraint=self.depthwise_constraint)
-
-    def _bias_weight(self, size):
-        return self.add_weight((size,), self.bias_initializer, "bias",
-                               regularizer=self.bias_regularizer,
-                               constraint=self.bias_constraint) if self.use_bias else None
 
     def build(self, input_shape):
         channels = self._channels(input_shape)
@@ -96,30 +57,11 @@ class _DepthwiseBase(Layer):
     def _apply(self, x):
         return self._depthwise(x, self.kernel.read)
 
-    def call(self, inputs, training=None):
-        x, spatial = inputs, tuple(range(1, self.rank + 1))
-        if self.data_format == "channels_first":
-            x = ops.transpose(x, (0,) + tuple(a + 1 for a in spatial) + (1,))
-        y = self._apply(x)
-        if self.bias is not None:
-            y = y + self.bias.read
-        y = self.activation(y)
-        if self.data_format == "channels_first":
-            y = ops.transpose(y, (0, self.rank + 1) + spatial)
-        return y
-
     def get_config(self):
-        return {**super().get_config(), "kernel_size": self.kernel_size,
-                "strides": self.strides, "padding": self.padding,
-                "depth_multiplier": self.depth_multiplier, "data_format": self.data_format,
-                "dilation_rate": self.dilation_rate,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+        return {**super().get_config(), "depth_multiplier": self.depth_multiplier,
                 "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer),
                 "depthwise_regularizer": regularizers.serialize(self.depthwise_regularizer),
-                "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-                "depthwise_constraint": constraints.serialize(self.depthwise_constraint),
-                "bias_constraint": constraints.serialize(self.bias_constraint)}
+                "depthwise_constraint": constraints.serialize(self.depthwise_constraint)}
 
 
 class DepthwiseConv2D(_DepthwiseBase):
@@ -153,7 +95,7 @@ class _SeparableBase(_DepthwiseBase):
                          bias_initializer, depthwise_regularizer, bias_regularizer,
                          depthwise_constraint, bias_constraint, **kwargs)
         if not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"SeparableConv2D {self.name!r}: filters must be a positive "
+            raise ValueError(f"{self._who()}: filters must be a positive "
                              f"integer, got {filters!r}")
         self.filters = filters
         self.pointwise_initializer = pointwise_initializer
