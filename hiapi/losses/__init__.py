@@ -12,6 +12,7 @@ from hiapi.losses.functions import (
     logcosh, mae, mape, mean_absolute_error, mean_absolute_percentage_error,
     mean_squared_error, mean_squared_logarithmic_error, mse, msle, poisson,
     sparse_categorical_crossentropy, squared_hinge)
+from hiapi.utils.identifiers import resolve
 from hiapi.losses.loss import REDUCTIONS, Loss, LossFunctionWrapper
 from hiapi.losses.classes import (
     BinaryCrossentropy, BinaryFocalCrossentropy, CategoricalCrossentropy,
@@ -53,18 +54,9 @@ def get(identifier):
     """A Loss from a name (``"sparse_categorical_crossentropy"``, ``"mse"``,
     ``"MeanSquaredError"``), a class, an instance, a saved config, or a function
     ``f(y_true, y_pred)`` returning per-sample values (wrapped, as in Keras)."""
-    if isinstance(identifier, Loss):
-        return identifier
-    if isinstance(identifier, str) and identifier in _BY_NAME:
-        return _BY_NAME[identifier]()
-    if isinstance(identifier, str) and identifier in _CLASSES:
-        return _CLASSES[identifier]()
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, type) and issubclass(identifier, Loss):
-        return identifier()
-    if callable(identifier):
-        return LossFunctionWrapper(identifier)
+    loss = resolve(identifier, Loss, _BY_NAME, _CLASSES, deserialize, LossFunctionWrapper)
+    if loss is not None:
+        return loss
     raise ValueError(f"Unknown loss {identifier!r}: expected one of "
                      f"{', '.join(sorted(_BY_NAME))}, a hiapi.losses.Loss or a function "
                      f"f(y_true, y_pred)")

@@ -12,6 +12,7 @@ from hiapi.metrics.functions import (
     accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
     sparse_top_k_categorical_accuracy, top_k_categorical_accuracy)
 from hiapi.metrics.metric import Metric, MetricVariable
+from hiapi.utils.identifiers import resolve
 from hiapi.metrics.reduction import Mean, MeanMetricWrapper, Sum
 from hiapi.metrics.accuracy_metrics import (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
@@ -105,16 +106,10 @@ def get(identifier, y_true_shape=None, y_pred_shape=None):
         return identifier
     if identifier in ("accuracy", "acc", "crossentropy", "ce"):
         return _by_shapes(identifier, y_true_shape, y_pred_shape)
-    if isinstance(identifier, str) and identifier in _BY_NAME:
-        return _BY_NAME[identifier](name=identifier)
-    if isinstance(identifier, str) and identifier in _CLASSES:
-        return _CLASSES[identifier]()
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, type) and issubclass(identifier, Metric):
-        return identifier()
-    if callable(identifier):
-        return MeanMetricWrapper(identifier)
+    metric = resolve(identifier, Metric, _BY_NAME, _CLASSES, deserialize, MeanMetricWrapper,
+                     keep_name=True)
+    if metric is not None:
+        return metric
     raise ValueError(f"Unknown metric {identifier!r}: expected 'accuracy' or one of "
                      f"{', '.join(sorted(_BY_NAME))}, a function(y_true, y_pred), or a "
                      f"hiapi.metrics.Metric")
