@@ -16,6 +16,7 @@ from hiapi.graph import ops
 from hiapi.graph.op import as_var
 from hiapi.losses.shapes import check_same_shape, squeeze_or_expand_to_same_rank
 from hiapi.utils.eager import EagerCache, is_symbolic
+from hiapi.utils.function_wrapper import WrapsFunctionConfig
 
 REDUCTIONS = ("sum_over_batch_size", "sum", "none", "mean", "mean_with_sample_weight")
 
@@ -82,7 +83,7 @@ def reduce_values(values, sample_weight, reduction):
     return total / ops.size(values, dtype=values.dtype)
 
 
-class LossFunctionWrapper(Loss):
+class LossFunctionWrapper(WrapsFunctionConfig, Loss):
     """A loss from a function ``fn(y_true, y_pred, **kwargs) -> per-sample values``; labels and
     predictions are first brought to the same rank (Keras's leniency for (batch,) labels and
     (batch, 1) predictions)."""
@@ -101,21 +102,6 @@ class LossFunctionWrapper(Loss):
     def check_labels(self, y_true_shape, y_pred_shape):
         if self.same_shape:
             check_same_shape(self.name, y_true_shape, y_pred_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        if type(self) is LossFunctionWrapper:
-            from hiapi.saving.objects import serialize_object
-            config["fn"] = serialize_object(self.fn)
-        return {**config, **self._fn_kwargs}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if cls is LossFunctionWrapper:
-            from hiapi.saving.objects import deserialize_function
-            config["fn"] = deserialize_function(config["fn"])
-        return cls(**config)
 
 
 def _snake(name):

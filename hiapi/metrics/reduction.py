@@ -13,6 +13,7 @@ import numpy as np
 from hiapi.graph import ops
 from hiapi.losses.shapes import squeeze_or_expand_to_same_rank
 from hiapi.metrics.metric import Metric, graph_update
+from hiapi.utils.function_wrapper import WrapsFunctionConfig
 
 
 def _samplewise(values, sample_weight):
@@ -69,7 +70,7 @@ class Mean(Metric):
         return float(self.total) / count if count else 0.0
 
 
-class MeanMetricWrapper(Mean):
+class MeanMetricWrapper(WrapsFunctionConfig, Mean):
     """Mean over samples of ``fn(y_true, y_pred, **kwargs)`` (one value per sample), computed
     in the compiled step; ``fn`` is written in graph ops, like a loss function::
 
@@ -78,6 +79,8 @@ class MeanMetricWrapper(Mean):
 
         model.compile(..., metrics=[hiapi.metrics.MeanMetricWrapper(within_one)])
     """
+
+    _fn_attribute = "_fn"
 
     def __init__(self, fn, name=None, dtype=None, **kwargs):
         super().__init__(name=name or getattr(fn, "__name__", "mean_metric"), dtype=dtype)
@@ -108,21 +111,6 @@ class MeanMetricWrapper(Mean):
     @graph_update
     def update_state(self, y_true, y_pred, sample_weight=None):
         self._update_from_statistics(y_true, y_pred, sample_weight)
-
-    def get_config(self):
-        config = super().get_config()
-        if type(self) is MeanMetricWrapper:
-            from hiapi.saving.objects import serialize_object
-            config["fn"] = serialize_object(self._fn)
-        return {**config, **self._fn_kwargs}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if cls is MeanMetricWrapper:
-            from hiapi.saving.objects import deserialize_function
-            config["fn"] = deserialize_function(config["fn"])
-        return cls(**config)
 
 
 def _times(mask, weight):
