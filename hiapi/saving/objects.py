@@ -9,7 +9,7 @@ when registered with ``@hiapi.saving.register_keras_serializable`` or passed to
 import contextlib
 import inspect
 
-from hiapi.saving.registry import _custom, registered_name
+from hiapi.saving.registry import _custom, class_in, registered_name
 
 _custom_scope = [{}]
 
@@ -109,11 +109,10 @@ def _lookup(class_name, kind):
     if found is not None:
         return found
     from hiapi import losses, metrics
-    for namespace in ((losses,) if kind == "loss" else (metrics,) if kind == "metric"
-                      else (losses, metrics)):
-        cls = getattr(namespace, class_name, None)
-        if isinstance(cls, type):
-            return cls
+    namespaces = {"loss": (losses,), "metric": (metrics,)}.get(kind, (losses, metrics))
+    found = class_in(class_name, namespaces)
+    if found is not None:
+        return found
     raise ValueError(f"Unknown {kind or 'object'} class {class_name!r} in the saved model: "
                      f"register it with @hiapi.saving.register_keras_serializable() or pass "
                      f"custom_objects={{{class_name.split('>')[-1]!r}: cls}} to load_model")

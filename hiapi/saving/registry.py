@@ -24,16 +24,24 @@ def registered_name(cls):
     return cls.__dict__.get("_registered_name") or cls.__name__   # not inherited
 
 
+def class_in(name, namespaces):
+    """The first class called ``name`` in ``namespaces`` (modules), or None."""
+    for namespace in namespaces:
+        cls = getattr(namespace, name, None)
+        if isinstance(cls, type):
+            return cls
+    return None
+
+
 def get_class(name, custom_objects=None):
     if custom_objects and name in custom_objects:
         return custom_objects[name]
     if name in _custom:
         return _custom[name]
     import hiapi
-    for namespace in (hiapi.layers, hiapi.models):
-        cls = getattr(namespace, name, None)
-        if isinstance(cls, type):
-            return cls
+    cls = class_in(name, (hiapi.layers, hiapi.models))
+    if cls is not None:
+        return cls
     raise ValueError(f"Unknown class {name!r} in the saved model: register custom layers with "
                      f"@hiapi.saving.register_keras_serializable or pass custom_objects="
                      f"{{{name!r}: cls}} to load_model")
