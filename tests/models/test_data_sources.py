@@ -247,10 +247,17 @@ def two_headed(seed=0):
     return model
 
 
+@pytest.fixture
+def two_headed_data(blobs):
+    """``blobs`` split as ``two_headed`` takes them: inputs image (6 features) and stats (2),
+    outputs digit (the class) and parity (class % 2, one column)."""
+    x, y = blobs
+    return x[:, :6], x[:, 6:], y, (y % 2).astype(np.float32)[:, None]
+
+
 class TestDicts:
-    def test_dicts_by_input_and_output_name_equal_lists(self, blobs):
-        x, y = blobs
-        image, stats, parity = x[:, :6], x[:, 6:], (y % 2).astype(np.float32)[:, None]
+    def test_dicts_by_input_and_output_name_equal_lists(self, two_headed_data):
+        image, stats, y, parity = two_headed_data
         as_lists = two_headed()
         as_lists.fit([image, stats], [y, parity], batch_size=BATCH, epochs=2, shuffle=False,
                      verbose=0)
@@ -267,9 +274,8 @@ class TestDicts:
         digit, parity_out = as_dicts.predict({"image": image, "stats": stats})
         assert digit.shape == (N, 3) and parity_out.shape == (N, 1)
 
-    def test_dicts_from_a_generator(self, blobs):
-        x, y = blobs
-        image, stats, parity = x[:, :6], x[:, 6:], (y % 2).astype(np.float32)[:, None]
+    def test_dicts_from_a_generator(self, two_headed_data):
+        image, stats, y, parity = two_headed_data
         expected = two_headed()
         expected.fit([image, stats], [y, parity], batch_size=BATCH, shuffle=False, verbose=0)
         model = two_headed()
