@@ -4,13 +4,13 @@ import numpy as np
 
 from hiapi.graph import ops
 from hiapi.losses.shapes import squeeze_or_expand_to_same_rank
-from hiapi.metrics.metric import Metric, graph_update
+from hiapi.metrics.metric import Metric, StatisticsMetric
 
 _COUNTS = ("true_positives", "false_positives", "false_negatives", "true_negatives")
 NEG_INF = -1e10     # Keras's stand-in for -inf in confusion metrics
 
 
-class _Confusion(Metric):
+class _Confusion(StatisticsMetric):
     """Counts of true/false positives/negatives at ``thresholds`` (binary or per-element)."""
 
     def __init__(self, thresholds, name=None, dtype=None, top_k=None, class_id=None):
@@ -63,13 +63,8 @@ class _Confusion(Metric):
         total = over_thresholds(weight)
         return [tp, positives - tp, labelled - tp, total - positives - labelled + tp]
 
-    def merge_statistics(self, values):
-        for count, value in zip(_COUNTS, values):
-            getattr(self, count).assign_add(value)
-
-    @graph_update
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        self._update_from_statistics(y_true, y_pred, sample_weight)
+    def _statistic_variables(self):
+        return [getattr(self, count) for count in _COUNTS]
 
     def get_config(self):
         return {**super().get_config(), "thresholds": self.thresholds, "top_k": self.top_k,

@@ -8,13 +8,13 @@ and recall per class, from true/false positive and false negative counts summed 
 import numpy as np
 
 from hiapi.graph import ops
-from hiapi.metrics.metric import Metric, graph_update
+from hiapi.metrics.metric import StatisticsMetric
 
 AVERAGES = (None, "micro", "macro", "weighted")
 EPSILON = 1e-7
 
 
-class FBetaScore(Metric):
+class FBetaScore(StatisticsMetric):
     """``average``: None (one score per class), "micro" (counts pooled over classes),
     "macro" (mean of the class scores) or "weighted" (weighted by each class's support).
     ``threshold``: predictions above it are positive; None marks each row's largest."""
@@ -59,13 +59,8 @@ class FBetaScore(Metric):
         return [total(predicted * y_true), total(predicted * (1.0 - y_true)),
                 total((1.0 - predicted) * y_true), total(y_true, axis=0)]
 
-    def merge_statistics(self, values):
-        for variable, value in zip(self._counts, values):
-            variable.assign_add(value)
-
-    @graph_update
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        self._update_from_statistics(y_true, y_pred, sample_weight)
+    def _statistic_variables(self):
+        return self._counts
 
     def result(self):
         if self._counts is None:

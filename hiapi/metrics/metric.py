@@ -196,6 +196,24 @@ class Metric:
         self.merge_statistics(self._eager.run(self.statistics, [y_true, y_pred, sample_weight]))
 
 
+class StatisticsMetric(Metric):
+    """A built-in metric whose state is running sums of additive per-batch statistics: a
+    subclass writes ``statistics`` (graph ops, one Var per statistic) and
+    ``_statistic_variables`` (its variables, in the same order). The compiled step computes the
+    statistics in the graph and adds them in; ``update_state`` on arrays runs the same graph."""
+
+    def _statistic_variables(self):
+        raise NotImplementedError(f"{type(self).__name__} must define _statistic_variables()")
+
+    def merge_statistics(self, values):
+        for variable, value in zip(self._statistic_variables(), values):
+            variable.assign_add(value)
+
+    @graph_update
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        self._update_from_statistics(y_true, y_pred, sample_weight)
+
+
 def _snake(name):
     from hiapi.utils.naming import snake_case
     return snake_case(name)

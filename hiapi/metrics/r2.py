@@ -13,12 +13,12 @@ import warnings
 import numpy as np
 
 from hiapi.graph import ops
-from hiapi.metrics.metric import Metric, graph_update
+from hiapi.metrics.metric import StatisticsMetric
 
 AGGREGATIONS = ("uniform_average", "variance_weighted_average", None)
 
 
-class R2Score(Metric):
+class R2Score(StatisticsMetric):
     def __init__(self, class_aggregation="uniform_average", num_regressors=0, name="r2_score",
                  dtype=None):
         super().__init__(name=name, dtype=dtype)
@@ -56,13 +56,8 @@ class R2Score(Metric):
                 ops.sum(ops.square(y_true - y_pred) * weight, axis=0), ops.sum(weight, axis=0),
                 ops.size(y_true, dtype="float64") / float(y_true.shape[-1])]
 
-    def merge_statistics(self, values):
-        for variable, value in zip(self._sums + [self.num_samples], values):
-            variable.assign_add(value)
-
-    @graph_update
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        self._update_from_statistics(y_true, y_pred, sample_weight)
+    def _statistic_variables(self):
+        return self._sums + [self.num_samples]
 
     def result(self):
         if self._sums is None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from hiapi.graph import ops
 from hiapi.losses.shapes import squeeze_or_expand_to_same_rank
-from hiapi.metrics.metric import Metric, graph_update
+from hiapi.metrics.metric import Metric, StatisticsMetric
 from hiapi.utils.function_wrapper import WrapsFunctionConfig
 
 
@@ -70,7 +70,7 @@ class Mean(Metric):
         return float(self.total) / count if count else 0.0
 
 
-class MeanMetricWrapper(WrapsFunctionConfig, Mean):
+class MeanMetricWrapper(WrapsFunctionConfig, StatisticsMetric, Mean):
     """Mean over samples of ``fn(y_true, y_pred, **kwargs)`` (one value per sample), computed
     in the compiled step; ``fn`` is written in graph ops, like a loss function::
 
@@ -104,13 +104,8 @@ class MeanMetricWrapper(WrapsFunctionConfig, Mean):
             values = ops.mean(values, axis=-1)
         return [ops.sum(values * weight), ops.sum(ops.broadcast_like(weight, values))]
 
-    def merge_statistics(self, values):
-        self.total.assign_add(values[0])
-        self.count.assign_add(values[1])
-
-    @graph_update
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        self._update_from_statistics(y_true, y_pred, sample_weight)
+    def _statistic_variables(self):
+        return [self.total, self.count]
 
 
 def _times(mask, weight):
