@@ -6,8 +6,9 @@ left out, and one thread per pool is several times faster: measured on 2 cores a
 MLP step took 66 ms with 2 threads and 10 ms with 1; on the same machine when quiet, 2 threads
 won (4.3 vs 5.4 ms). No static number is right for both, so fit measures: it times a few steps
 with each candidate count (the budget, halves of it, 1), keeps the fastest, and measures again
-later: less often while the answer stays the same, at once when the step time moves by half
-(the load changed).
+later: less often while the answer stays the same, at once when the step time doubles or halves
+(the load changed). A count whose first timed step is twice as slow as the current choice is
+dropped from that probe at once: probing must not cost more than it can win.
 
 It only runs when hiapi chose the budget. A count fixed by the user (``HIAPI_NUM_THREADS``,
 ``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept, and so is the full budget after
@@ -26,8 +27,9 @@ from hiapi.callbacks.callback import Callback
 PROBE_STEPS = 4           # timed steps per candidate in one probe (after one settling step)
 FIRST_INTERVAL = 50       # steps between probes; doubles while the choice holds
 MAX_INTERVAL = 800
-RECENT = 5                # steps whose median is compared with the probe's
-DRIFT = 1.5               # a recent median this many times slower or faster: probe again
+RECENT = 8                # steps whose median is compared with the probe's
+DRIFT = 2.0               # a recent median this many times slower or faster: probe again
+ABANDON = 2.0             # a probed count whose step is this many times slower is dropped
 
 
 def candidates(budget):
@@ -85,10 +87,7 @@ class ThreadTuner(Callback):
         if self.reference is None or len(self.recent) < RECENT:
             return False
         ratio = float(np.median(self.recent)) / self.reference
-        if ratio > DRIFT or ratio < 1 / DRIFT:
-            self.interval = FIRST_INTERVAL // 2      # doubled back to FIRST_INTERVAL if it holds
-            return True
-        return False
+        return ratio > DRIFT or ratio < 1 / DRIFT
 
     def _start_probe(self):
         """Each candidate gets a settling step then PROBE_STEPS timed ones; the current choice
@@ -102,6 +101,8 @@ class ThreadTuner(Callback):
         count, timed = self.plan.pop(0)
         if timed:
             self.times[count].append(elapsed)
+            if count != self.choice and self.reference and elapsed > ABANDON * self.reference:
+                self.plan = [(n, t) for n, t in self.plan if n != count]
         if self.plan:
             if self.plan[0][0] != count:
                 threads.use(self.plan[0][0])
