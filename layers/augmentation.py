@@ -20,6 +20,7 @@ import numpy as np
 from hiapi import random as _random
 from hiapi.graph import ops
 from hiapi.graph.ops.image import FILL_MODES, INTERPOLATIONS
+from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
 
@@ -27,10 +28,7 @@ from hiapi.layers.layer import Layer
 class _RandomImageLayer(Layer):
     def __init__(self, seed=None, data_format=None, **kwargs):
         super().__init__(**kwargs)
-        if data_format not in (None, "channels_last", "channels_first"):
-            self._fail(f"data_format must be 'channels_last' or 'channels_first', got "
-                       f"{data_format!r}")
-        self.data_format = data_format or "channels_last"
+        self.data_format = check_data_format(self, data_format)
         self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)
         self.input_spec = InputSpec(ndim=4)
 

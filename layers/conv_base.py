@@ -7,6 +7,7 @@ A subclass stores its own kernel arguments, makes its kernel in ``build`` and wr
 from hiapi import activations, constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.graph.ops import conv_geometry as geo
+from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
 
@@ -19,14 +20,11 @@ class _ConvBase(Layer):
         super().__init__(**kwargs)
         padding = str(padding).lower()
         geo.check_padding(self._who(), padding)
-        if data_format not in (None, "channels_last", "channels_first"):
-            raise ValueError(f"{self._who()}: data_format must be channels_last or "
-                             f"channels_first, got {data_format!r}")
+        self.data_format = check_data_format(self, data_format)
         self.padding = padding
         self.kernel_size = self._tuple("kernel_size", kernel_size)
         self.strides = self._tuple("strides", strides)
         self.dilation_rate = self._tuple("dilation_rate", dilation_rate)
-        self.data_format = data_format or "channels_last"
         self.activation = activations.get(activation)
         self.use_bias = use_bias
         self.bias_initializer = bias_initializer

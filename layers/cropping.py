@@ -1,6 +1,7 @@
 """``Cropping1D`` and ``Cropping2D``: drop rows/columns (or steps) at the edges, as views of
 the input (the ``slice`` op), whose gradient pads the cropped edges with zeros."""
 from hiapi.graph import ops
+from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
 
@@ -55,10 +56,7 @@ class Cropping2D(Layer):
             raise ValueError(f"Cropping2D {self.name!r}: cropping must be an int, 2 ints or "
                              f"2 pairs of ints, got {cropping!r}")
         self.cropping = tuple(_pair(self, c, "each cropping entry") for c in cropping)
-        if data_format not in (None, "channels_last", "channels_first"):
-            raise ValueError(f"Cropping2D {self.name!r}: data_format must be channels_last or "
-                             f"channels_first, got {data_format!r}")
-        self.data_format = data_format or "channels_last"
+        self.data_format = check_data_format(self, data_format)
         self.input_spec = InputSpec(ndim=4)
 
     def call(self, inputs, training=None):

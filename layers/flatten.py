@@ -2,6 +2,7 @@
 import math
 
 from hiapi.graph import ops
+from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
 
@@ -9,10 +10,7 @@ from hiapi.layers.layer import Layer
 class Flatten(Layer):
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
-        if data_format not in (None, "channels_last", "channels_first"):
-            raise ValueError(f"Flatten {self.name!r}: data_format must be channels_last or "
-                             f"channels_first, got {data_format!r}")
-        self.data_format = data_format or "channels_last"
+        self.data_format = check_data_format(self, data_format)
         self.input_spec = InputSpec(min_ndim=1)
 
     def call(self, inputs, training=None):

@@ -3,6 +3,7 @@ https://arxiv.org/abs/1411.4280). Neighbouring pixels of a convolutional feature
 strongly correlated, so dropping single values barely regularises; dropping a channel for the
 whole sample does. Training only; the identity at inference; the mask comes from ``Dropout``'s
 seeded counter-based random numbers."""
+from hiapi.layers.data_format import check_data_format
 from hiapi.layers.dropout import Dropout
 from hiapi.layers.input_spec import InputSpec
 
@@ -12,10 +13,7 @@ class _SpatialDropout(Dropout):
 
     def __init__(self, rate, seed=None, data_format=None, **kwargs):
         super().__init__(rate, seed=seed, **kwargs)
-        if data_format not in (None, "channels_last", "channels_first"):
-            raise ValueError(f"{type(self).__name__} {self.name!r}: data_format must be "
-                             f"channels_last or channels_first, got {data_format!r}")
-        self.data_format = data_format or "channels_last"
+        self.data_format = check_data_format(self, data_format)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
     def call(self, inputs, training=None):
