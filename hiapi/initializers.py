@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from hiapi import random as _random
+from hiapi.utils.naming import snake_case
 
 
 def _fans(shape):
@@ -132,17 +133,12 @@ def get(identifier):
     if callable(identifier) and not isinstance(identifier, type):
         return identifier
     if isinstance(identifier, str):
-        key = identifier if identifier in _BY_NAME else _snake(identifier)
+        key = identifier if identifier in _BY_NAME else snake_case(identifier)
         if key in _BY_NAME:
             return _BY_NAME[key]()
         raise ValueError(f"Unknown initializer {identifier!r}: expected one of "
                          f"{', '.join(sorted(_BY_NAME))} or a callable(shape, dtype)")
     raise TypeError(f"initializer must be a name or a callable, got {identifier!r}")
-
-
-def _snake(name):
-    from hiapi.utils.naming import snake_case
-    return snake_case(name)
 
 
 def serialize(initializer):

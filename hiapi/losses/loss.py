@@ -16,6 +16,7 @@ from hiapi.graph import ops
 from hiapi.graph.op import as_var
 from hiapi.losses.shapes import check_same_shape, squeeze_or_expand_to_same_rank
 from hiapi.utils.eager import EagerCache, is_symbolic
+from hiapi.utils.naming import snake_case
 from hiapi.utils.function_wrapper import WrapsFunctionConfig
 
 REDUCTIONS = ("sum_over_batch_size", "sum", "none", "mean", "mean_with_sample_weight")
@@ -30,7 +31,7 @@ class Loss:
             raise ValueError(f"{type(self).__name__}: reduction must be one of {REDUCTIONS}, "
                              f"got {reduction!r}")
         self.reduction = reduction
-        self.name = name or _snake(type(self).__name__)
+        self.name = name or snake_case(type(self).__name__)
         self.dtype = dtype
         self._eager = EagerCache()
 
@@ -102,9 +103,3 @@ class LossFunctionWrapper(WrapsFunctionConfig, Loss):
     def check_labels(self, y_true_shape, y_pred_shape):
         if self.same_shape:
             check_same_shape(self.name, y_true_shape, y_pred_shape)
-
-
-def _snake(name):
-    from hiapi.utils.naming import snake_case
-    return snake_case(name)
-

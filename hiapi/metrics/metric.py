@@ -25,6 +25,7 @@ the variables, so evaluating them costs no extra pass over the batch on the host
 import numpy as np
 
 from hiapi.utils.eager import EagerCache
+from hiapi.utils.naming import snake_case
 
 AGGREGATIONS = ("sum",)
 
@@ -113,7 +114,7 @@ def graph_update(update_state):
 
 class Metric:
     def __init__(self, dtype=None, name=None):
-        self.name = name or _snake(type(self).__name__)
+        self.name = name or snake_case(type(self).__name__)
         self.dtype = np.dtype(dtype or "float32").name
         self._variables = []
         self._eager = EagerCache()
@@ -212,8 +213,3 @@ class StatisticsMetric(Metric):
     @graph_update
     def update_state(self, y_true, y_pred, sample_weight=None):
         self._update_from_statistics(y_true, y_pred, sample_weight)
-
-
-def _snake(name):
-    from hiapi.utils.naming import snake_case
-    return snake_case(name)
