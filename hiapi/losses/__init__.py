@@ -12,7 +12,7 @@ from hiapi.losses.functions import (
     logcosh, mae, mape, mean_absolute_error, mean_absolute_percentage_error,
     mean_squared_error, mean_squared_logarithmic_error, mse, msle, poisson,
     sparse_categorical_crossentropy, squared_hinge)
-from hiapi.utils.identifiers import resolve
+from hiapi.utils.identifiers import resolve, shared_names
 from hiapi.losses.loss import REDUCTIONS, Loss, LossFunctionWrapper
 from hiapi.losses.classes import (
     BinaryCrossentropy, BinaryFocalCrossentropy, CategoricalCrossentropy,
@@ -29,24 +29,11 @@ _CLASSES = {cls.__name__: cls for cls in (
     SquaredHinge, LossFunctionWrapper)}
 
 _BY_NAME = {
-    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
-    "categorical_crossentropy": CategoricalCrossentropy,
-    "binary_crossentropy": BinaryCrossentropy,
+    **shared_names(_CLASSES),
     "binary_focal_crossentropy": BinaryFocalCrossentropy,
     "categorical_focal_crossentropy": CategoricalFocalCrossentropy,
-    "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError, "MSE": MeanSquaredError,
-    "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError,
-    "MAE": MeanAbsoluteError,
-    "mean_absolute_percentage_error": MeanAbsolutePercentageError,
-    "mape": MeanAbsolutePercentageError, "MAPE": MeanAbsolutePercentageError,
-    "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
-    "msle": MeanSquaredLogarithmicError, "MSLE": MeanSquaredLogarithmicError,
-    "huber": Huber, "huber_loss": Huber,
-    "log_cosh": LogCosh, "logcosh": LogCosh,
-    "hinge": Hinge, "squared_hinge": SquaredHinge, "categorical_hinge": CategoricalHinge,
-    "kl_divergence": KLDivergence, "kld": KLDivergence, "KLD": KLDivergence,
-    "kullback_leibler_divergence": KLDivergence,
-    "poisson": Poisson, "cosine_similarity": CosineSimilarity,
+    "huber": Huber, "huber_loss": Huber, "log_cosh": LogCosh, "logcosh": LogCosh,
+    "KLD": KLDivergence, "kullback_leibler_divergence": KLDivergence,
 }
 
 

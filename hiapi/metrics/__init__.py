@@ -12,7 +12,7 @@ from hiapi.metrics.functions import (
     accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
     sparse_top_k_categorical_accuracy, top_k_categorical_accuracy)
 from hiapi.metrics.metric import Metric, MetricVariable
-from hiapi.utils.identifiers import resolve
+from hiapi.utils.identifiers import resolve, shared_names
 from hiapi.metrics.reduction import Mean, MeanMetricWrapper, Sum
 from hiapi.metrics.accuracy_metrics import (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
@@ -60,25 +60,15 @@ _CLASSES = {cls.__name__: cls for cls in (
     Hinge, SquaredHinge, CategoricalHinge, Poisson)}
 
 _BY_NAME = {
+    **shared_names(_CLASSES),
     "binary_accuracy": BinaryAccuracy, "categorical_accuracy": CategoricalAccuracy,
     "sparse_categorical_accuracy": SparseCategoricalAccuracy,
     "top_k_categorical_accuracy": TopKCategoricalAccuracy,
     "sparse_top_k_categorical_accuracy": SparseTopKCategoricalAccuracy,
-    "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError, "MSE": MeanSquaredError,
-    "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError,
-    "MAE": MeanAbsoluteError,
-    "mean_absolute_percentage_error": MeanAbsolutePercentageError,
-    "mape": MeanAbsolutePercentageError, "MAPE": MeanAbsolutePercentageError,
-    "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
-    "msle": MeanSquaredLogarithmicError, "MSLE": MeanSquaredLogarithmicError,
     "root_mean_squared_error": RootMeanSquaredError, "rmse": RootMeanSquaredError,
-    "cosine_similarity": CosineSimilarity, "logcosh": LogCoshError, "log_cosh": LogCoshError,
+    "logcosh": LogCoshError, "log_cosh": LogCoshError,
     "r2_score": R2Score, "f1_score": F1Score, "fbeta_score": FBetaScore,
     "precision": Precision, "recall": Recall, "auc": AUC,
-    "binary_crossentropy": BinaryCrossentropy, "categorical_crossentropy": CategoricalCrossentropy,
-    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
-    "kl_divergence": KLDivergence, "kld": KLDivergence, "hinge": Hinge,
-    "squared_hinge": SquaredHinge, "categorical_hinge": CategoricalHinge, "poisson": Poisson,
 }
 
 

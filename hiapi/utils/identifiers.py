@@ -3,6 +3,30 @@
 ``get`` functions do): an instance, a name, a class name, a saved config, a class, a function.
 """
 
+# Names Keras gives both a loss and a metric: each means the class of the same class name in
+# hiapi.losses and in hiapi.metrics, so the two tables cannot drift apart.
+SHARED_NAMES = {
+    "mean_squared_error": "MeanSquaredError", "mse": "MeanSquaredError",
+    "MSE": "MeanSquaredError",
+    "mean_absolute_error": "MeanAbsoluteError", "mae": "MeanAbsoluteError",
+    "MAE": "MeanAbsoluteError",
+    "mean_absolute_percentage_error": "MeanAbsolutePercentageError",
+    "mape": "MeanAbsolutePercentageError", "MAPE": "MeanAbsolutePercentageError",
+    "mean_squared_logarithmic_error": "MeanSquaredLogarithmicError",
+    "msle": "MeanSquaredLogarithmicError", "MSLE": "MeanSquaredLogarithmicError",
+    "binary_crossentropy": "BinaryCrossentropy",
+    "categorical_crossentropy": "CategoricalCrossentropy",
+    "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
+    "kl_divergence": "KLDivergence", "kld": "KLDivergence",
+    "hinge": "Hinge", "squared_hinge": "SquaredHinge", "categorical_hinge": "CategoricalHinge",
+    "poisson": "Poisson", "cosine_similarity": "CosineSimilarity",
+}
+
+
+def shared_names(classes):
+    """``SHARED_NAMES`` looked up in ``classes`` (class name -> class)."""
+    return {name: classes[class_name] for name, class_name in SHARED_NAMES.items()}
+
 
 def resolve(identifier, base, by_name, classes, deserialize, wrap, keep_name=False):
     """The ``base`` object that ``identifier`` names, or None when it names none (so the caller
