@@ -183,3 +183,24 @@ def test_fit_verbose_2_prints_the_budget_once(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == threads.banner() and "thread budget" in lines[0]
     assert sum("thread budget" in line for line in lines) == 1
+
+
+SPIN = """
+import json, time, numpy as np
+import hiapi
+a = np.random.rand(512, 512).astype(np.float32)
+burnt = []
+for _ in range(3):
+    a @ a
+    start = time.process_time()
+    time.sleep(0.3)                  # OpenBLAS's idle threads would spin ~0.1 s here
+    burnt.append(time.process_time() - start)
+print(json.dumps({"burnt": burnt, "stopped": hiapi.threads.busy_wait_stopped()}))
+"""
+
+
+@pytest.mark.skipif(CPUS < 2, reason="one CPU: OpenBLAS starts no worker threads")
+def test_openblas_threads_sleep_after_a_gemm_even_when_numpy_came_first():
+    got = run_python(SPIN, clean_env())
+    assert got["stopped"]
+    assert min(got["burnt"]) < 0.01, got       # spinning burns ~0.1 s of CPU per GEMM
