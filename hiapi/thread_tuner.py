@@ -59,10 +59,11 @@ class ThreadTuner(Callback):
 
     def on_train_begin(self, logs=None):
         self.active = threads.adaptive() and not _seeded(self.model)
-        if not self.active:
+        if not self.active:        # back to the full budget, whatever an earlier fit chose
+            threads.use(threads.budget().threads)
             return
         self.options = candidates(threads.budget().threads)
-        self.choice = self.choice or self.options[0]
+        self.choice = self.choice if self.choice in self.options else self.options[0]
         self.interval, self.countdown = FIRST_INTERVAL, 1     # step 0 compiles: not timed
         self.plan, self.times, self.reference = [], {}, None
         self.recent = deque(maxlen=RECENT)

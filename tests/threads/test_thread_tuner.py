@@ -79,6 +79,18 @@ def test_inactive_when_not_adaptive(machine, monkeypatch):
     assert set(machine.used) == {4} and tuner.choice is None
 
 
+def test_a_seeded_fit_after_a_tuned_one_runs_with_the_full_budget(machine, monkeypatch):
+    tuner = ThreadTuner()
+    tuner.set_model(None)
+    tuner.on_train_begin()
+    machine.run(tuner, 100)
+    tuner.on_train_end()
+    assert machine.current == 1
+    monkeypatch.setattr(threads, "adaptive", lambda: False)     # e.g. set_random_seed since
+    tuner.on_train_begin()
+    assert machine.current == 4
+
+
 def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
     monkeypatch.delenv("HIAPI_NUM_THREADS", raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
