@@ -44,6 +44,7 @@ class Trainer:
         backward pass from about sqrt(n) checkpoints (Chen et al. 2016); ``memory_budget``
         (bytes or "2GB") picks the cheapest recomputation that fits, or fails naming the
         smallest budget achievable. See ``memory_report()``."""
+        _refuse_custom_steps(self)
         if memory not in (None, "sublinear"):
             raise ValueError(f"compile: memory must be None or 'sublinear', got {memory!r}")
         self._recompute = memory_budget if memory_budget is not None else memory
@@ -389,3 +390,17 @@ def _as_result(logs):
 
 def _single(outputs):
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _refuse_custom_steps(model):
+    """Keras lets a Model subclass override ``train_step``/``test_step``/``predict_step`` with
+    backend code (GradientTape, jax.grad, torch autograd). hiapi compiles the whole step into its
+    graph and would never call them, so training would silently ignore the user's step: refuse."""
+    overridden = [name for name in ("train_step", "test_step", "predict_step")
+                  if callable(getattr(type(model), name, None))]
+    if overridden:
+        raise NotImplementedError(
+            f"Model {model.name!r} ({type(model).__name__}) overrides {', '.join(overridden)}: "
+            f"hiapi compiles the training step from the model, losses and optimizer and does "
+            f"not call custom steps; express the computation as layers, losses (add_loss) and "
+            f"metrics instead")
