@@ -6,8 +6,9 @@ left out, and one thread per pool is several times faster: measured on 2 cores a
 MLP step took 66 ms with 2 threads and 10 ms with 1; on the same machine when quiet, 2 threads
 won (4.3 vs 5.4 ms). No static number is right for both, so fit measures: it times a few steps
 with each candidate count (the budget, halves of it, 1), keeps the fastest, and measures again
-later: less often while the answer stays the same, at once when the step time doubles or halves
-(the load changed). A count whose first timed step is twice as slow as the current choice is
+later: less often while the answer stays the same (but at least every 10 s: with one thread
+chosen, the end of the load changes no step time), at once when the step time doubles or
+halves (the load changed). A count whose first timed step is twice as slow as the current choice is
 dropped from that probe at once: probing must not cost more than it can win.
 
 It only runs when hiapi chose the budget. A count fixed by the user (``HIAPI_NUM_THREADS``,
@@ -27,6 +28,7 @@ from hiapi.callbacks.callback import Callback
 PROBE_STEPS = 4           # timed steps per candidate in one probe (after one settling step)
 FIRST_INTERVAL = 50       # steps between probes; doubles while the choice holds
 MAX_INTERVAL = 800
+MAX_SECONDS = 10.0        # and at least this often: a load that went away changes no step time
 RECENT = 8                # steps whose median is compared with the probe's
 DRIFT = 2.0               # a recent median this many times slower or faster: probe again
 ABANDON = 2.0             # a probed count whose step is this many times slower is dropped
@@ -66,6 +68,7 @@ class ThreadTuner(Callback):
         self.choice = self.choice if self.choice in self.options else self.options[0]
         self.interval, self.countdown = FIRST_INTERVAL, 1     # step 0 compiles: not timed
         self.plan, self.times, self.reference = [], {}, None
+        self.probed_at = time.perf_counter()
         self.recent = deque(maxlen=RECENT)
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -81,7 +84,8 @@ class ThreadTuner(Callback):
             return
         self.countdown -= 1
         self.recent.append(elapsed)
-        if self.countdown <= 0 or self._drifted():
+        overdue = time.perf_counter() - self.probed_at > MAX_SECONDS
+        if self.countdown <= 0 or overdue or self._drifted():
             self._start_probe()
 
     def _drifted(self):
@@ -112,6 +116,7 @@ class ThreadTuner(Callback):
         self.interval = min(2 * self.interval, MAX_INTERVAL) if best == self.choice else \
             FIRST_INTERVAL
         self.choice, self.countdown = best, self.interval
+        self.probed_at = time.perf_counter()
         self.reference = float(np.median(self.times[best]))
         self.recent.clear()
         self.probes += 1
