@@ -1,8 +1,9 @@
-"""Helpers with Keras's names: seeding, label encoding, sessions."""
+"""Helpers with Keras's names: seeding, label encoding, sessions, model plots."""
 import numpy as np
 
 from hiapi import random as _random
 from hiapi.utils.naming import clear_session
+from hiapi.utils.plot_model import model_to_dot, plot_model
 from hiapi.utils.py_dataset import PyDataset, Sequence
 
 
