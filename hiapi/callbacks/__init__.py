@@ -6,3 +6,4 @@ from hiapi.callbacks.early_stopping import EarlyStopping
 from hiapi.callbacks.checkpoint import BackupAndRestore, ModelCheckpoint
 from hiapi.callbacks.lr_callbacks import LearningRateScheduler, ReduceLROnPlateau
 from hiapi.callbacks.simple import CSVLogger, LambdaCallback, TerminateOnNaN
+from hiapi.callbacks.tensorboard import TensorBoard
