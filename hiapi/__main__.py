@@ -1,11 +1,14 @@
 """``python -m hiapi``: the environment report to paste into a bug report.
 
-It names what decides speed and correctness on this machine: versions, the backend, the BLAS
-(threadpoolctl's view of every native pool), the thread budget and the rule that chose it.
+It names what decides speed and correctness on this machine: versions (the MPI library too), the
+backend, the BLAS (threadpoolctl's view of every native pool), the thread budget and the rule
+that chose it, the CPUs and GPUs visible, and where datasets are looked for.
 """
+import importlib.util
 from importlib import metadata
 import os
 import platform
+import subprocess
 import sys
 
 
@@ -20,6 +23,48 @@ def _version(*distributions):
     return "not installed"
 
 
+def _mpi_library():
+    """MPI.Get_library_version() in a child process with MPI initialisation switched off:
+    the standard allows the call before MPI_Init, and a child cannot hang or initialise this
+    process's MPI (under a launcher whose PMI server is gone, MPI_Init can wait forever)."""
+    if "mpi4py.MPI" in sys.modules:         # already loaded here: asking costs nothing
+        return " ".join(sys.modules["mpi4py.MPI"].Get_library_version().split("\n")[0].split())
+    code = ("import mpi4py; mpi4py.rc.initialize = mpi4py.rc.finalize = False\n"
+            "from mpi4py import MPI; print(MPI.Get_library_version().strip().splitlines()[0])")
+    try:
+        child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=30)
+    except subprocess.TimeoutExpired:
+        return "unknown (asking took over 30 s)"
+    if child.returncode != 0:
+        return "unavailable: " + (child.stderr.strip().splitlines() or ["no message"])[-1]
+    return " ".join(child.stdout.split())
+
+
+def _gpus():
+    """GPUs cupy sees; cupy is imported only if installed (it starts the CUDA runtime)."""
+    if importlib.util.find_spec("cupy") is None:
+        return "none visible (cupy not installed)"
+    try:
+        import cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:      # no driver, no device: cupy raises its own CUDA errors
+        return f"none visible (cupy: {type(error).__name__}: {error})"
+    names = []
+    for index in range(count):
+        properties = cupy.cuda.runtime.getDeviceProperties(index)
+        names.append(properties["name"].decode() if isinstance(properties["name"], bytes)
+                     else str(properties["name"]))
+    return f"{count} visible (cupy): " + ", ".join(names) if count else "none visible (cupy)"
+
+
+def _blas(pools):
+    """The BLAS numpy calls (threadpoolctl's 'blas' pools) and its thread count."""
+    blas = [f"{p.get('internal_api')} {p.get('version')}, {p.get('num_threads')} thread(s)"
+            for p in pools if p.get("user_api") == "blas"]
+    return "; ".join(blas) or "none found by threadpoolctl (numpy's reference BLAS?)"
+
+
 def report():
     """The report as a list of lines."""
     import hiapi
@@ -30,6 +75,10 @@ def report():
              f"Python {platform.python_version()} ({sys.executable}) on {platform.platform()}"]
     lines += [f"{names[0]} {_version(*names)}" for names in (
         ("numpy",), ("numba",), ("mpi4py",), ("cupy", "cupy-cuda12x", "cupy-cuda11x"))]
+    if importlib.util.find_spec("mpi4py") is not None:
+        lines.append(f"MPI library: {_mpi_library()}")
+    pools = threadpool_info()
+    lines.append(f"BLAS used by numpy: {_blas(pools)}")
     try:
         backend = hiapi.backends.get_backend().name
     except ImportError as error:
@@ -46,7 +95,10 @@ def report():
     lines.append("OpenBLAS idle threads: " + ("sleep after each call" if
                  hiapi.threads.busy_wait_stopped() else "as configured by the BLAS "
                  f"(OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT', 'unset')})"))
-    for pool in threadpool_info():
+    lines.append(f"GPUs: {_gpus()}")
+    lines.append(f"data: HIAPI_DATA_DIR {hiapi.config.data_dir() or 'unset'}, download cache "
+                 f"{hiapi.config.cache_dir() / 'datasets'} (HIAPI_CACHE_DIR)")
+    for pool in pools:
         lines.append(f"pool {pool.get('user_api')}: {pool.get('internal_api')} "
                      f"{pool.get('version')} {pool.get('threading_layer', '')}, "
                      f"{pool.get('num_threads')} thread(s), {pool.get('filepath')}")
