@@ -6,7 +6,7 @@
     model.compile(optimizer=hiapi.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
 """
-__version__ = "0.1.0"
+from hiapi._version import __version__, version  # noqa: F401  (package metadata)
 
 from hiapi import threads  # noqa: F401  (first: it configures OpenBLAS before numpy loads it)
 from hiapi import config  # noqa: F401
