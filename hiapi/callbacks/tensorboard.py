@@ -10,6 +10,7 @@ Keras and hiapi runs overlay in one chart.
               callbacks=[hiapi.callbacks.TensorBoard("logs", histogram_freq=1)])
     # then: tensorboard --logdir logs
 """
+import numbers
 import os
 import time
 import warnings
@@ -160,7 +161,7 @@ class TensorBoard(Callback):
     def _scalars(self, kind, prefix, logs, step):
         writer = self._writer(kind)
         for name, value in logs.items():
-            if np.ndim(value) == 0:
+            if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, bool):
                 writer.add_scalar(prefix + name, float(value), step)
 
     def _close_writers(self):
@@ -234,6 +235,11 @@ class TensorBoard(Callback):
         for weight in self.model.weights:
             values = np.asarray(weight.numpy())
             tag = weight.name.replace(":", "_")
+            if not np.isfinite(values).all():     # e.g. after TerminateOnNaN stopped a fit
+                warnings.warn(f"TensorBoard: weight {weight.name!r} holds NaN or infinite "
+                              f"values at epoch {epoch}; its histogram and image are not "
+                              f"written", UserWarning, stacklevel=2)
+                continue
             if values.size:
                 writer.add_histogram(tag + "/histogram", values.astype(np.float64), epoch)
             if self.write_images:

@@ -202,3 +202,20 @@ def test_only_the_chief_writes_under_mpiexec(tmp_path):
     # 160 training samples, 20 a batch per rank on 2 ranks: 4 global steps an epoch
     assert sorted(train["batch_loss"]) == list(range(1, 9))
     assert len(summaries(tmp_path / "rank_0" / "train", "histo")) == 4     # 2 weights in each of 2 layers
+
+
+def test_a_non_finite_weight_gets_no_histogram_and_a_warning(tmp_path):
+    model, x, y = classifier()
+    weights = model.get_weights()
+    weights[1][0] = np.nan                           # dense/bias, as after a diverged step
+    model.set_weights(weights)
+    board = hiapi.callbacks.TensorBoard(tmp_path, histogram_freq=1)
+    board.set_model(model)
+    board.on_train_begin()
+    board.on_epoch_begin(0)
+    with pytest.warns(UserWarning, match="weight 'dense/bias' holds NaN or infinite values"):
+        board.on_epoch_end(0, {"loss": 1.0})
+    board.on_train_end()
+    assert set(summaries(tmp_path / "train", "histo")) == {
+        "dense/kernel/histogram", "dense_1/kernel/histogram", "dense_1/bias/histogram"}
+    assert summaries(tmp_path / "train", "scalar")["epoch_loss"] == {0: 1.0}
