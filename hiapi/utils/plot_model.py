@@ -246,6 +246,10 @@ def plot_model(model, to_file="model.png", show_shapes=False, show_dtype=False,
                        show_trainable=show_trainable, **kwargs)
     to_file = os.fspath(to_file)
     extension = os.path.splitext(to_file)[1][1:].lower() or "png"
+    if extension not in dot.formats:      # else pydot prints dot's complaint, then asserts
+        raise ValueError(f"plot_model: to_file={to_file!r} asks for the format {extension!r}, "
+                         f"which Graphviz does not write; use one of "
+                         f"{', '.join(sorted(dot.formats))}")
     image = dot.create(format=extension)      # fails before anything is written
     from hiapi.saving.atomic import atomic_write
     atomic_write(to_file, lambda handle: handle.write(image))

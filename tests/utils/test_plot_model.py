@@ -170,3 +170,12 @@ def test_plot_model_writes_png_and_svg(tmp_path):
     text = svg.read_text()
     assert text.lstrip().startswith(("<?xml", "<svg")) and "in_a" in text and "pre" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.png", "nested.svg"]
+
+
+@pytest.mark.skipif(shutil.which("dot") is None,
+                    reason="Graphviz's `dot` program is not installed (apt-get install graphviz)")
+def test_unknown_image_format_is_a_named_error(tmp_path):
+    with pytest.raises(ValueError, match=r"plot_model: to_file=.*model\.xyz.* format 'xyz', "
+                                         r"which Graphviz does not write; use one of .*png"):
+        hiapi.utils.plot_model(mlp(), to_file=tmp_path / "model.xyz")
+    assert list(tmp_path.iterdir()) == []
