@@ -1,8 +1,11 @@
 """Data-parallel training of the MNIST MLP with hiapi.distribute.
 
-    mpiexec -n 2 python examples/distributed_mnist.py                    # plain allreduce
-    mpiexec -n 2 python examples/distributed_mnist.py --compression dgc  # 99.9 % sparse
-    python examples/distributed_mnist.py                                 # one process
+    .venv/bin/mpiexec -n 2 .venv/bin/python examples/distributed_mnist.py          # allreduce
+    .venv/bin/mpiexec -n 2 .venv/bin/python examples/distributed_mnist.py --compression dgc
+    .venv/bin/python examples/distributed_mnist.py                                 # one process
+
+``--compression dgc`` is Deep Gradient Compression at 99.9 % sparsity once its warm-up
+epochs have ramped it up.
 
 ``--batch-size`` is per worker; the learning rate follows the linear scaling rule with a
 gradual warmup (Goyal et al. 2017). Only rank 0 prints.
@@ -15,12 +18,17 @@ from hiapi.optimizers import schedules
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--compression", default="none")
-    parser.add_argument("--train-samples", type=int, default=None)
-    parser.add_argument("--verbose", type=int, default=2)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the training data")
+    parser.add_argument("--batch-size", type=int, default=64, help="images per step per worker")
+    parser.add_argument("--compression", default="none",
+                        choices=["none", "fp16", "topk", "threshold", "qsgd", "onebit", "dgc"],
+                        help="gradient compression (hiapi.distribute.Strategy)")
+    parser.add_argument("--train-samples", type=int, default=None,
+                        help="train on the first N images only; all 60,000 when not given")
+    parser.add_argument("--verbose", type=int, default=2, choices=[0, 1, 2],
+                        help="0 quiet, 1 progress bar, 2 one line per epoch")
     args = parser.parse_args(argv)
 
     hiapi.utils.set_random_seed(1)

@@ -1,7 +1,8 @@
 """A small CNN on Fashion-MNIST with batch normalization:
 Conv(32)-BN-ReLU-MaxPool -> Conv(64)-BN-ReLU-MaxPool -> Dense(128) -> Dropout -> Dense(10).
 
-    python examples/fashion_mnist_cnn.py              # 5 epochs, ~91% test accuracy
+    .venv/bin/python examples/fashion_mnist_cnn.py    # 5 epochs, ~91% test accuracy
+    .venv/bin/python examples/fashion_mnist_cnn.py --epochs 1 --train-samples 1000   # a quick check
 
 Fashion-MNIST is not bundled: set HIAPI_DATA_DIR to a folder holding its IDX files, or let
 hiapi download it once into ~/.hiapi/datasets.
@@ -32,12 +33,15 @@ def build_model():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--train-samples", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--verbose", type=int, default=1)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=5, help="passes over the training data")
+    parser.add_argument("--batch-size", type=int, default=128, help="images per step")
+    parser.add_argument("--train-samples", type=int, default=None,
+                        help="train on the first N images only; all 60,000 when not given")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (weights, batch order)")
+    parser.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
+                        help="0 quiet, 1 progress bar, 2 one line per epoch")
     args = parser.parse_args(argv)
 
     hiapi.utils.set_random_seed(args.seed)

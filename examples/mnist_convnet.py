@@ -1,8 +1,8 @@
 """The classic Keras MNIST convnet (keras.io/examples/vision/mnist_convnet), ported by changing
 the import: Conv2D 32 -> MaxPool -> Conv2D 64 -> MaxPool -> Flatten -> Dropout 0.5 -> Dense 10.
 
-    python examples/mnist_convnet.py                  # 15 epochs, ~99.1% test accuracy
-    python examples/mnist_convnet.py --epochs 1 --train-samples 2000
+    .venv/bin/python examples/mnist_convnet.py        # 15 epochs, ~99.1% test accuracy
+    .venv/bin/python examples/mnist_convnet.py --epochs 1 --train-samples 2000
 """
 import argparse
 import time
@@ -25,13 +25,17 @@ def build_model():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--train-samples", type=int, default=None)
-    parser.add_argument("--dataset", choices=["mnist", "fashion_mnist"], default="mnist")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--verbose", type=int, default=1)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=15, help="passes over the training data")
+    parser.add_argument("--batch-size", type=int, default=128, help="images per step")
+    parser.add_argument("--train-samples", type=int, default=None,
+                        help="train on the first N images only; all 60,000 when not given")
+    parser.add_argument("--dataset", choices=["mnist", "fashion_mnist"], default="mnist",
+                        help="fashion_mnist is not bundled: see hiapi.datasets")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (weights, batch order)")
+    parser.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
+                        help="0 quiet, 1 progress bar, 2 one line per epoch")
     args = parser.parse_args(argv)
 
     hiapi.utils.set_random_seed(args.seed)

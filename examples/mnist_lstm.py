@@ -1,6 +1,7 @@
 """An LSTM reading each MNIST image as a sequence of 28 rows of 28 pixels.
 
-    python examples/mnist_lstm.py                     # 5 epochs, ~98% test accuracy
+    .venv/bin/python examples/mnist_lstm.py           # 5 epochs, ~98% test accuracy
+    .venv/bin/python examples/mnist_lstm.py --epochs 1 --train-samples 1000 --units 32
 """
 import argparse
 import time
@@ -18,13 +19,16 @@ def build_model(units=128):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--units", type=int, default=128)
-    parser.add_argument("--train-samples", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--verbose", type=int, default=1)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=5, help="passes over the training data")
+    parser.add_argument("--batch-size", type=int, default=128, help="images per step")
+    parser.add_argument("--units", type=int, default=128, help="LSTM state size")
+    parser.add_argument("--train-samples", type=int, default=None,
+                        help="train on the first N images only; all 60,000 when not given")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (weights, batch order)")
+    parser.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
+                        help="0 quiet, 1 progress bar, 2 one line per epoch")
     args = parser.parse_args(argv)
 
     hiapi.utils.set_random_seed(args.seed)

@@ -1,7 +1,7 @@
 """Train a multilayer perceptron on MNIST: the README's main job.
 
-    python examples/mnist_mlp.py                 # 3 epochs on all 60,000 images, ~98% test accuracy
-    python examples/mnist_mlp.py --epochs 1 --train-samples 2000   # a quick check
+    .venv/bin/python examples/mnist_mlp.py       # 3 epochs on all 60,000 images, ~98% test accuracy
+    .venv/bin/python examples/mnist_mlp.py --epochs 1 --train-samples 2000   # a quick check
 
 The data comes from the copy bundled with hiapi, so this runs offline.
 """
@@ -22,13 +22,15 @@ def build_model():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the training data")
+    parser.add_argument("--batch-size", type=int, default=128, help="images per step")
     parser.add_argument("--train-samples", type=int, default=None,
-                        help="train on the first N images only (default: all 60,000)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--verbose", type=int, default=1)
+                        help="train on the first N images only; all 60,000 when not given")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (weights, batch order)")
+    parser.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
+                        help="0 quiet, 1 progress bar, 2 one line per epoch")
     args = parser.parse_args(argv)
 
     hiapi.utils.set_random_seed(args.seed)
