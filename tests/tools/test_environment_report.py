@@ -45,3 +45,28 @@ def test_mpi_library_version_in_process_when_mpi_is_loaded():
                           cwd=ROOT, timeout=60)
     assert here.returncode == 0, here.stderr
     assert here.stdout.strip() == child and re.search(r"\d", child)
+
+
+def fake_cupy(count=None, error=None):
+    """A stand-in module with cupy's runtime calls, for machines without cupy or a GPU."""
+    import types
+
+    def device_count():
+        if error is not None:
+            raise error
+        return count
+
+    runtime = types.SimpleNamespace(getDeviceCount=device_count,
+                                    getDeviceProperties=lambda i: {"name": f"GPU{i}".encode()})
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
+
+
+def test_gpu_line_counts_and_names_cupy_devices(monkeypatch):
+    import hiapi.__main__ as main
+    monkeypatch.setattr(main.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count=2))
+    assert main._gpus() == "2 visible (cupy): GPU0, GPU1"
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count=0))
+    assert main._gpus() == "none visible (cupy)"
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(error=RuntimeError("no CUDA driver")))
+    assert main._gpus() == "none visible (cupy: RuntimeError: no CUDA driver)"
