@@ -10,7 +10,6 @@ from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
 from hiapi import threads
-from hiapi import threads
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
 from hiapi.models import data, steps
