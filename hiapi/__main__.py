@@ -114,4 +114,7 @@ def report():
 
 
 if __name__ == "__main__":
-    print("\n".join(report()))
+    try:
+        print("\n".join(report()), flush=True)
+    except BrokenPipeError:             # `python -m hiapi | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
