@@ -40,7 +40,9 @@ from hiapi.distribute.data_agreement import agree_batch, agree_counts
 from hiapi.distribute.nccl import for_backend
 from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
                                   register_kernels)
+from hiapi.distribute import sharding
 from hiapi.distribute.scope import strategy_scope
+from hiapi.distribute.sharding import OptimizerSharding
 
 
 class CommunicationStats:
@@ -64,7 +66,7 @@ class CommunicationStats:
 
 class Strategy:
     def __init__(self, compression="none", bucket_cap_mb=25, algorithm="native",
-                 communicator=None, **compression_options):
+                 communicator=None, shard_optimizer_state=False, **compression_options):
         # NCCL in place of MPI's collectives when the backend keeps arrays on the GPU
         self.communicator = communicator or for_backend(world(algorithm), get_backend().name)
         self.rank, self.size = self.communicator.rank, self.communicator.size
@@ -80,6 +82,10 @@ class Strategy:
         self.bucket_cap_bytes = int(bucket_cap_mb * 2**20)
         self.stats = CommunicationStats()
         self._scale = placeholder((), "float32", name="gradient_scale")
+        # ZeRO stage 1: each rank keeps the optimizer slots of its share of the parameters
+        self.sharding = OptimizerSharding(self.communicator) if shard_optimizer_state else None
+        if self.sharding:
+            self.sharding.check(self, get_backend().name)
 
     @property
     def is_chief(self):
@@ -135,7 +141,16 @@ class Strategy:
         pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
         reduced = self._bucketed(pairs) if self.compressor.dense else self._compressed(pairs)
         lookup = {id(v): r for (_, v), r in zip(pairs, reduced)}
-        return [lookup.get(id(v)) for v in variables]
+        reduced = [lookup.get(id(v)) for v in variables]
+        if self.sharding:
+            sharding.register_kernels(get_backend())
+            return self.sharding.keep_owned(reduced, variables)
+        return reduced
+
+    def get_updates(self, optimizer, gradients, variables):
+        if self.sharding:
+            return self.sharding.get_updates(optimizer, gradients, variables)
+        return optimizer.get_updates(gradients, variables)
 
     def _bucketed(self, pairs):
         buckets, current, size = [], [], 0
@@ -187,7 +202,8 @@ class Strategy:
     # ---- fit integration -----------------------------------------------------------------
     def begin(self, model):
         self._check_same_model(model)
-        variables = model.weights + model.state_variables + model.optimizer.variables
+        variables = self.sharding.begin_variables(model) if self.sharding else \
+            model.weights + model.state_variables + model.optimizer.variables
         for variable in variables:
             self.communicator.bcast(variable.value, root=0)
         seed = np.array([_random.model_shuffle_seed(model)], np.int64)

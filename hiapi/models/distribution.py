@@ -28,6 +28,9 @@ class Local:
     def reduce_gradients(self, gradients, variables, optimizer):
         return gradients
 
+    def get_updates(self, optimizer, gradients, variables):
+        return optimizer.get_updates(gradients, variables)
+
     def begin(self, model):
         pass
 

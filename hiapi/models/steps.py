@@ -59,7 +59,7 @@ def train_function(model, xs, ys, weighted=False):
     gradients = grad(results[0], [v.read for v in params])
     plan = model.distribution           # averages gradients over workers (a graph rewrite)
     gradients = plan.reduce_gradients(gradients, params, model.optimizer)
-    updates = model.optimizer.get_updates(gradients, params) + state.updates
+    updates = plan.get_updates(model.optimizer, gradients, params) + state.updates
     return Function(feeds + model.optimizer.step_inputs() + plan.step_inputs(), results,
                     updates, name="train_step", recompute=getattr(model, "_recompute", None),
                     forward_outputs=len(results))

@@ -32,6 +32,12 @@ def save_model(model, filepath, include_optimizer=True, extra=None):
     arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
     arrays.update({f"state/{i}": v.numpy() for i, v in enumerate(model.state_variables)})
     optimizer = getattr(model, "optimizer", None)
+    if include_optimizer and getattr(optimizer, "sharded_by", None) is not None:
+        raise NotImplementedError(
+            f"Model {model.name!r}: saving the optimizer state of a model trained with "
+            f"Strategy(shard_optimizer_state=True) is not supported (each rank holds only its "
+            f"shard of it); use model.save_weights(...) or model.save(..., "
+            f"include_optimizer=False)")
     if include_optimizer and optimizer is not None:
         manifest["optimizer"] = {**optimizers_module.serialize(optimizer),
                                  "built": optimizer.built}

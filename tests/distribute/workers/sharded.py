@@ -1,0 +1,59 @@
+"""Train an MLP of four equal hidden layers under a Strategy, with or without sharded
+optimizer state; each rank saves its weights, its optimizer slot bytes and the save error.
+
+usage: sharded.py OUT_DIR OPTIMIZER SHARD(0|1) [BUCKET_CAP_MB]
+
+Small buckets (the default, one per hidden layer) are what catch ranks starting their
+allreduces in different orders.
+"""
+import json
+import sys
+
+import numpy as np
+
+import hiapi
+from hiapi import layers
+
+def make_optimizer(name):
+    return {"sgd": lambda: hiapi.optimizers.SGD(0.05, momentum=0.9),
+            "adam": lambda: hiapi.optimizers.Adam(0.003),
+            "lars": lambda: hiapi.optimizers.LARS(0.5, momentum=0.9, weight_decay=1e-4,
+                                                  trust_coefficient=0.02)}[name]()
+
+
+def data():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(400, 48)).astype("float32")
+    y = (x[:, :10] @ rng.normal(size=(10, 1)) > 0).astype("int64")[:, 0] + \
+        2 * (x[:, 10:20].sum(axis=1) > 0)
+    return x, y
+
+
+def make_model():
+    hiapi.utils.set_random_seed(3)
+    return hiapi.Sequential([hiapi.Input(shape=(48,))] +
+                            [layers.Dense(48, activation="tanh") for _ in range(4)] +
+                            [layers.Dense(4, activation="softmax")])
+
+
+if __name__ == "__main__":
+    out, name, shard = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+    bucket_cap_mb = float(sys.argv[4]) if len(sys.argv) > 4 else 0.01
+    strategy = hiapi.distribute.Strategy(shard_optimizer_state=shard,
+                                         bucket_cap_mb=bucket_cap_mb)
+    with strategy.scope():
+        model = make_model()
+        model.compile(optimizer=make_optimizer(name), loss="sparse_categorical_crossentropy")
+    x, y = data()
+    model.fit(x, y, batch_size=20, epochs=2, verbose=0)
+    optimizer = model.optimizer
+    slot_bytes = sum(v.numpy().nbytes for v in optimizer.variables
+                     if v is not optimizer.iterations)
+    try:
+        model.save(f"{out}/model_{strategy.rank}.hiapi")
+        save_error = None
+    except NotImplementedError as error:
+        save_error = str(error)
+    np.savez(f"{out}/weights_{strategy.rank}.npz", *model.get_weights())
+    with open(f"{out}/slots_{strategy.rank}.json", "w") as handle:
+        json.dump({"slot_bytes": slot_bytes, "save_error": save_error}, handle)
