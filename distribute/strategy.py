@@ -24,6 +24,9 @@ What the strategy does:
   same numbers; only rank 0 prints and writes checkpoints;
 - an exception on any rank prints that rank's traceback and aborts the whole job (non-zero
   exit) instead of leaving the others blocked in a collective.
+
+``shard_optimizer_state=True`` keeps each parameter's optimizer slots on one owner rank only
+(ZeRO stage 1, ``hiapi.distribute.sharding``).
 """
 import sys
 import traceback
