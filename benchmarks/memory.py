@@ -8,7 +8,9 @@ recomputation; plus the compile-and-plan time of a 10,000-convolution chain.
 Each (model, mode) runs in its own process with MALLOC_MMAP_THRESHOLD_ fixed, so its peak RSS
 is its own and glibc's caching does not blur it. Prints one JSON line per run: planned bytes,
 measured bytes held by the executor's buffers (the arena, or the sum of separate buffers),
-the lower and upper bounds, peak RSS, median step time, and ratios against (b) of the same model.
+the lower and upper bounds, peak RSS, the growth of the resident set over compile and steps
+against the planned arena (what ``memory_report()`` promises: memory outside the plan shows
+here), median step time, and ratios against (b) of the same model.
 """
 import argparse
 import json
@@ -41,10 +43,17 @@ def build(model, small):
     return hiapi.Sequential(stack), x, y
 
 
+def resident_bytes():
+    """This process's resident set now (Linux), not its peak."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def one_run(model_name, mode, small, repeats):
     import hiapi
     from hiapi import losses
     model, x, y = build(model_name, small)
+    before = resident_bytes()
     model.compile(optimizer=hiapi.optimizers.SGD(0.01),
                   loss=losses.SparseCategoricalCrossentropy(from_logits=True),
                   memory="sublinear" if mode == "sublinear" else None)
@@ -56,6 +65,7 @@ def one_run(model_name, mode, small, repeats):
         start = time.perf_counter()
         model.train_on_batch(x, y)
         times.append(time.perf_counter() - start)
+    growth = resident_bytes() - before
     step = [f for key, f in model._step_functions.items() if key[0] == "train"][0]
     executable = list(step._executables.values())[-1]
     held = executable.plan.arena_bytes if executable.plan else sum(
@@ -77,6 +87,7 @@ def one_run(model_name, mode, small, repeats):
             "activation_bytes": int(held) - root_bytes,   # less new weights and outputs
             "lower_bound_bytes": bounds.lower_bound, "upper_bound_bytes": bounds.upper_bound,
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "rss_growth_bytes": growth, "rss_growth_over_held": round(growth / max(held, 1), 3),
             "step_seconds_median": float(np.median(times)),
             "step_seconds_min_max": [min(times), max(times)],
             "recomputed_gflop": extra / 1e9, "pass_stats": step.pass_stats}

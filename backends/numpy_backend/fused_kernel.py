@@ -1,9 +1,25 @@
-"""The numpy evaluation of a fused elementwise program: each step runs its own op's kernel into
-a scratch buffer kept between calls (no allocation in steady state), or in place into the
-buffer of a step input that dies there when the kernel is safe to alias."""
+"""The numpy evaluation of a fused elementwise program, in chunks of at most ``CHUNK_BYTES``.
+
+Each step runs its own op's kernel. Evaluating the whole program at once would need a buffer
+per intermediate step the size of the output, outside the memory plan: on a deep MLP that was
+over a gigabyte of scratch, more than half the process's memory. Instead the output is cut
+into chunks (along the outermost axis whose trailing block fits the budget; leading axes are
+walked one index at a time) and the program runs chunk by chunk, each step writing into a
+slot of this thread's workspace (``backends/workspace.py``), or in place into the slot of a
+step input that dies there, and the last step writing into the planned output itself. The
+temporary is then at most one chunk per step, whatever the batch; the chunks stay in cache
+between steps. Elementwise kernels compute each element independently, so the results are
+those of the whole-array evaluation bit for bit.
+"""
+import math
+
 import numpy as np
 
 from hiapi.backends.numpy_backend import backend
+from hiapi.backends.workspace import scratch as workspace
+
+CHUNK_BYTES = 1 << 18       # per step; a few steps' chunks fit in L2
+ALIGN = 64                  # slot offsets in the workspace, for aligned SIMD loads
 
 # kernels that give the right answer when the output buffer is one of the inputs
 ALIAS_SAFE = {"negative", "exp", "log", "sqrt", "tanh", "abs", "add", "subtract", "multiply",
@@ -12,29 +28,92 @@ ALIAS_SAFE = {"negative", "exp", "log", "sqrt", "tanh", "abs", "add", "subtract"
 
 @backend.register("fused_elementwise")
 def fused_elementwise(out, *inputs, program, shapes, scratch):
-    key = tuple((a.shape, a.dtype.str) for a in inputs)
-    buffers = scratch.get(key)
-    if buffers is None:
-        buffers = scratch[key] = _plan(program, [dtype for _, dtype in shapes], inputs)
-    values, last = [], len(program) - 1
-    for index, (op, refs) in enumerate(program):
-        args = [inputs[k] if kind == "input" else values[k] for kind, k in refs]
-        target = out if index == last else buffers[index]
-        if isinstance(target, int):                 # in place into that step's buffer
-            target = values[target]
-        backend.kernels[op.name](target, *args, **op.attrs())
-        values.append(target)
+    key = ("numpy",) + tuple((a.shape, a.dtype.str) for a in inputs)
+    plan = scratch.get(key)                 # per node and shapes: a few small tuples
+    if plan is None:
+        plan = scratch[key] = _plan(program, [dtype for _, dtype in shapes], inputs, out.shape)
+    steps, slots, axis, rows, total = plan
+    space = workspace((total,), np.uint8)
+    last, ndim = len(program) - 1, out.ndim
+    for chunk in _chunks(out.shape, axis, rows):
+        values = []
+        for index, (op, refs) in enumerate(program):
+            args = [_part(inputs[k], ndim, chunk) if kind == "input" else values[k]
+                    for kind, k in refs]
+            shape, dtype = steps[index]
+            if index == last:
+                target = out[chunk] if chunk else out
+            elif slots[index][0] == "workspace":
+                target = _slot(space, slots[index][1], _part_shape(shape, ndim, chunk), dtype)
+            else:                                   # in place into that step's value
+                target = values[slots[index][1]]
+            backend.kernels[op.name](target, *args, **op.attrs())
+            values.append(target)
 
 
-def _plan(program, dtypes, inputs):
-    """A scratch buffer per step, or the index of a step input whose buffer it can write into
-    (each step value has one reader, so it dies at the step that reads it)."""
-    shapes, buffers = [], []
+def _plan(program, dtypes, inputs, out_shape):
+    """Each step's (shape, dtype); where it writes: ``("workspace", byte offset)`` or
+    ``("step", k)``, the value of a step input it can overwrite (each step value has one
+    reader, so it dies at the step that reads it); the chunked axis, the rows per chunk and
+    the workspace bytes."""
+    steps = []
     for index, (op, refs) in enumerate(program):
-        shape = np.broadcast_shapes(*[inputs[k].shape if kind == "input" else shapes[k]
+        shape = np.broadcast_shapes(*[inputs[k].shape if kind == "input" else steps[k][0]
                                       for kind, k in refs])
-        shapes.append(shape)
-        donors = [k for kind, k in refs if kind == "step" and shapes[k] == shape and
-                  dtypes[k] == dtypes[index]] if op.name in ALIAS_SAFE else []
-        buffers.append(donors[0] if donors else np.empty(shape, dtypes[index]))
-    return buffers
+        steps.append((shape, np.dtype(dtypes[index])))
+    budget = max(1, CHUNK_BYTES // max(dtype.itemsize for _, dtype in steps))
+    axis = next((a for a in range(len(out_shape) + 1) if math.prod(out_shape[a + 1:]) <= budget),
+                len(out_shape))
+    rows = max(1, budget // math.prod(out_shape[axis + 1:])) if axis < len(out_shape) else 0
+    chunk = _first_chunk(out_shape, axis, rows)
+    slots, total = [], 0
+    for index, (op, refs) in enumerate(program):
+        shape, dtype = steps[index]
+        donors = [k for kind, k in refs if kind == "step" and steps[k][0] == shape and
+                  steps[k][1] == dtype] if op.name in ALIAS_SAFE else []
+        if donors:
+            slots.append(("step", donors[0]))
+            continue
+        nbytes = math.prod(_part_shape(shape, len(out_shape), chunk)) * dtype.itemsize
+        slots.append(("workspace", total))
+        total += -(-nbytes // ALIGN) * ALIGN
+    return steps, slots, axis, rows, total
+
+
+def _first_chunk(shape, axis, rows):
+    """The largest chunk: the first ``rows`` along ``axis``, the first index before it."""
+    if axis >= len(shape):
+        return ()
+    return (slice(0, 1),) * axis + (slice(0, min(rows, shape[axis])),)
+
+
+def _chunks(shape, axis, rows):
+    """Index tuples (slices, so no axis drops) into an array of ``shape``: ``rows`` indices
+    along ``axis`` at a time, one at a time along the axes before it, whole after it."""
+    if axis >= len(shape):
+        yield ()
+        return
+    for outer in np.ndindex(*shape[:axis]):
+        for start in range(0, shape[axis], rows):
+            yield tuple(slice(i, i + 1) for i in outer) + (slice(start, start + rows),)
+
+
+def _part(array, ndim, chunk):
+    """``array``'s share of the chunk ``chunk`` of an ``ndim``-d output that it broadcasts
+    against: its axes are the output's trailing ones, and a length-1 axis is taken whole."""
+    offset = ndim - array.ndim
+    index = tuple(slice(None) if array.shape[a - offset] == 1 else part
+                  for a, part in enumerate(chunk) if a >= offset)
+    return array[index] if index else array
+
+
+def _part_shape(shape, ndim, chunk):
+    offset = ndim - len(shape)
+    return tuple(len(range(*chunk[j + offset].indices(size)))
+                 if j + offset < len(chunk) and size != 1 else size
+                 for j, size in enumerate(shape))
+
+
+def _slot(space, offset, shape, dtype):
+    nbytes = math.prod(shape) * dtype.itemsize
+    return space[offset:offset + nbytes].view(dtype).reshape(shape)

@@ -3,8 +3,8 @@
 A node joins its consumer's group when both are elementwise and it has no other consumer (and
 is not itself an output). The fused op carries the tree as a small *program* of steps
 ``(op, argument refs)`` over its external inputs; a backend can compile the program to one
-kernel (numba, cupy), and the numpy backend runs the members' own kernels into scratch buffers
-kept between calls, writing in place wherever a step's input dies there.
+kernel (numba, cupy), and the numpy backend runs the members' own kernels chunk by chunk in
+a small workspace, writing in place wherever a step's input dies there.
 """
 from collections import Counter
 
@@ -22,7 +22,7 @@ class FusedElementwise(Op):
     def __init__(self, program, shapes):
         self.program = program
         self.shapes = shapes            # symbolic (shape, dtype) of each step, for backends
-        self.scratch = {}               # the backend's per-shape buffers, kept between calls
+        self.scratch = {}               # the backend's per-shape plans, kept between calls
 
     @property
     def inplace(self):
