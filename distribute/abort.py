@@ -9,6 +9,21 @@ fails fast (non-zero exit, the traceback in the output) wherever the exception h
 two ``fit`` calls.
 """
 import sys
+import time
+
+# MPI_Abort makes the launcher kill every rank at once; output a rank wrote just before may
+# still sit in the pipe to MPICH's proxy and be dropped with it (seen in CI: a job that failed
+# with a clear ValueError on every rank printed nothing). A short pause lets the proxy forward
+# the traceback first; it only delays a job that is failing anyway.
+OUTPUT_GRACE_SECONDS = 0.5
+
+
+def abort_job(comm, code=1):
+    """Flush this rank's output, give the launcher time to forward it, then ``comm.Abort``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    time.sleep(OUTPUT_GRACE_SECONDS)
+    comm.Abort(code)
 
 
 def install_abort_on_uncaught_exception(comm):
@@ -23,9 +38,7 @@ def install_abort_on_uncaught_exception(comm):
                          f"{kind.__name__}; aborting the MPI job so the other ranks do not "
                          f"wait forever:\n")
         previous(kind, value, traceback)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        comm.Abort(1)
+        abort_job(comm, 1)
 
     abort_on_exception.hiapi_aborts = True
     sys.excepthook = abort_on_exception

@@ -13,7 +13,7 @@ not arrive (``watchdog.py``).
 import numpy as np
 
 from hiapi import config
-from hiapi.distribute.abort import install_abort_on_uncaught_exception
+from hiapi.distribute.abort import abort_job, install_abort_on_uncaught_exception
 from hiapi.distribute.watchdog import describe, watchdog_for
 
 
@@ -157,7 +157,7 @@ class MPICommunicator(Communicator):
         self._run("barrier", None, self.comm.Barrier)
 
     def abort(self, code=1):
-        self.comm.Abort(code)
+        abort_job(self.comm, code)
 
 
 def world(algorithm="native"):

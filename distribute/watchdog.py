@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from hiapi.distribute.abort import abort_job
+
 QUERY, REPLY = 7301, 7302
 _watchdogs = {}
 
@@ -140,8 +142,7 @@ class Watchdog:
             return False
         sys.stderr.write(stall_report(self.rank, self.size, current, waited, self.timeout,
                                       states, self.answer_wait))
-        sys.stderr.flush()
-        self.comm.Abort(1)
+        abort_job(self.comm, 1)
         return True
 
 

@@ -53,7 +53,8 @@ def test_different_sample_counts_fail_fast_naming_every_rank(tmp_path, ranks, mo
     step = 7 if mode == "counts" else 1
     counts = ", ".join(f"rank {r}: {400 - step * r}" for r in range(ranks))
     assert f"ValueError: fit: the workers have different amounts of data (samples: " \
-           f"{counts})" in result.stderr
+           f"{counts})" in result.stderr, (result.returncode, result.stdout[-2000:],
+                                           result.stderr[-2000:])
     assert elapsed < 30, elapsed
 
 
@@ -62,4 +63,4 @@ def test_a_generator_running_out_on_one_rank_fails_on_every_rank(tmp_path):
                      timeout=60)
     assert result.returncode != 0
     assert "fit: at step 7 rank(s) [0] have a batch but rank(s) [1] ran out of data" in \
-        result.stderr
+        result.stderr, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
