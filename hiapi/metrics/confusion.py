@@ -73,7 +73,7 @@ class _Confusion(StatisticsMetric):
 
 def _ratio(numerator, denominator):
     """numerator / denominator per threshold, 0 where nothing was counted."""
-    value = np.where(denominator > 0, numerator / np.maximum(denominator, 1e-300), 0.0)
+    value = _divide(numerator, denominator)
     return float(value[0]) if value.size == 1 else value.tolist()
 
 
