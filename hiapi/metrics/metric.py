@@ -24,7 +24,7 @@ the variables, so evaluating them costs no extra pass over the batch on the host
 """
 import numpy as np
 
-from hiapi.utils.eager import EagerCache
+from hiapi.utils.eager import EagerCache, is_symbolic
 from hiapi.utils.naming import snake_case
 
 AGGREGATIONS = ("sum",)
@@ -190,7 +190,6 @@ class Metric:
 
     def _update_from_statistics(self, y_true, y_pred, sample_weight):
         """``update_state`` on arrays: the statistics graph, compiled once per shape."""
-        from hiapi.utils.eager import is_symbolic
         if is_symbolic(y_true, y_pred, sample_weight):
             raise TypeError(f"{self.name}: update_state takes arrays; inside a compiled model "
                             f"pass the metric to compile(metrics=[...])")
