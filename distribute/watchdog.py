@@ -43,11 +43,9 @@ def describe(name, array=None):
     """``allreduce of 1024 float32 (4.0 KB)``: what a collective moves, for the report."""
     if array is None:
         return name
-    size = array.nbytes
-    unit = next((u for u, s in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)) if size >= s),
-                "B")
-    scaled = size / {"GB": 2**30, "MB": 2**20, "KB": 2**10, "B": 1}[unit]
-    return f"{name} of {array.size} {array.dtype} ({scaled:.1f} {unit})"
+    unit, scale = next(((u, s) for u, s in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10))
+                        if array.nbytes >= s), ("B", 1))
+    return f"{name} of {array.size} {array.dtype} ({array.nbytes / scale:.1f} {unit})"
 
 
 class Watchdog:
