@@ -32,12 +32,12 @@ def fused_elementwise(out, *inputs, program, shapes, scratch):
     plan = scratch.get(key)                 # per node and shapes: a few small tuples
     if plan is None:
         plan = scratch[key] = _plan(program, [dtype for _, dtype in shapes], inputs, out.shape)
-    steps, slots, axis, rows, total = plan
+    steps, slots, calls, axis, rows, total = plan
     space = workspace((total,), np.uint8)
     last, ndim = len(program) - 1, out.ndim
     for chunk in _chunks(out.shape, axis, rows):
         values = []
-        for index, (op, refs) in enumerate(program):
+        for index, (kernel, attrs, refs) in enumerate(calls):
             args = [_part(inputs[k], ndim, chunk) if kind == "input" else values[k]
                     for kind, k in refs]
             shape, dtype = steps[index]
@@ -47,15 +47,15 @@ def fused_elementwise(out, *inputs, program, shapes, scratch):
                 target = _slot(space, slots[index][1], _part_shape(shape, ndim, chunk), dtype)
             else:                                   # in place into that step's value
                 target = values[slots[index][1]]
-            backend.kernels[op.name](target, *args, **op.attrs())
+            kernel(target, *args, **attrs)
             values.append(target)
 
 
 def _plan(program, dtypes, inputs, out_shape):
     """Each step's (shape, dtype); where it writes: ``("workspace", byte offset)`` or
     ``("step", k)``, the value of a step input it can overwrite (each step value has one
-    reader, so it dies at the step that reads it); the chunked axis, the rows per chunk and
-    the workspace bytes."""
+    reader, so it dies at the step that reads it); each step's kernel and attributes, looked up
+    once rather than per chunk; the chunked axis, the rows per chunk and the workspace bytes."""
     steps = []
     for index, (op, refs) in enumerate(program):
         shape = np.broadcast_shapes(*[inputs[k].shape if kind == "input" else steps[k][0]
@@ -77,7 +77,8 @@ def _plan(program, dtypes, inputs, out_shape):
         nbytes = math.prod(_part_shape(shape, len(out_shape), chunk)) * dtype.itemsize
         slots.append(("workspace", total))
         total += -(-nbytes // ALIGN) * ALIGN
-    return steps, slots, axis, rows, total
+    calls = [(backend.kernels[op.name], op.attrs(), refs) for op, refs in program]
+    return steps, slots, calls, axis, rows, total
 
 
 def _first_chunk(shape, axis, rows):
