@@ -5,9 +5,8 @@ may write ``call(self, inputs)``, ``call(self, inputs, mask=None)`` or ``call(se
 """
 import inspect
 
-from hiapi.layers.masks import call_accepts  # noqa: F401  (re-exported: one signature cache)
-
 _POSITIONAL = {}
+_ACCEPTS = {}
 _KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -44,6 +43,16 @@ def spreads_inputs(layer, inputs):
         return _positional(layer)[1] >= len(inputs)
     return isinstance(inputs, (list, tuple)) and len(inputs) > 1 and \
         required_inputs(layer) >= len(inputs)
+
+
+def call_accepts(layer, argument):
+    """Whether ``layer.call`` has a parameter named ``argument`` (or ``**kwargs``)."""
+    key = (type(layer), argument)
+    if key not in _ACCEPTS:
+        parameters = inspect.signature(type(layer).call).parameters
+        _ACCEPTS[key] = argument in parameters or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    return _ACCEPTS[key]
 
 
 def call_kwargs(layer, training, mask):

@@ -11,26 +11,13 @@ output (``mask_loss_weights``).
 Masks travel on the Vars rather than through the model's node list, so replaying a functional
 or Sequential model (for training, or inside another model) recomputes them unchanged.
 """
-import inspect
 import warnings
 
 from hiapi.graph import ops
 
-_ACCEPTS = {}
-
 
 def get_mask(var):
     return getattr(var, "_keras_mask", None)
-
-
-def call_accepts(layer, argument):
-    """Whether ``layer.call`` has a parameter named ``argument`` (or ``**kwargs``)."""
-    key = (type(layer), argument)
-    if key not in _ACCEPTS:
-        parameters = inspect.signature(type(layer).call).parameters
-        _ACCEPTS[key] = argument in parameters or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    return _ACCEPTS[key]
 
 
 def set_output_masks(layer, inputs, outputs, previous_mask, flatten):

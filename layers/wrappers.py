@@ -9,7 +9,7 @@ config as ``{"class_name", "config"}``, the way Keras serializes a nested layer,
 """
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer, _flatten
-from hiapi.layers.masks import call_accepts
+from hiapi.layers.call_signature import call_accepts
 
 
 def serialize(layer):
