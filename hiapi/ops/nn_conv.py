@@ -14,6 +14,7 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
     """Convolution (cross-correlation, as Keras) of (batch, *spatial, channels) inputs with a
     (*kernel_size, in_channels / groups, filters) kernel; grouped when the kernel has fewer input
     channels than the inputs."""
+    data_format = data_format or image_data_format()   # resolved now: it is in the cache key
     def build(x, w):
         return _spatial("conv", x, data_format, lambda y, one_d: O.conv2d(
             y, O.expand_dims(w, 0) if one_d else w, _pair(strides, one_d), padding.lower(),
@@ -33,6 +34,7 @@ def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=N
 
 
 def _pool(graph_fn, name, inputs, pool_size, strides, padding, data_format):
+    data_format = data_format or image_data_format()   # resolved now: it is in the cache key
     def build(x):
         return _spatial(name, x, data_format, lambda y, one_d: graph_fn(
             y, _pair(pool_size, one_d), None if strides is None else _pair(strides, one_d),
@@ -47,7 +49,6 @@ def _spatial(name, x, data_format, fn):
     if x.ndim not in (3, 4):
         raise ValueError(f"{name}: inputs must have rank 3 (1-D) or 4 (2-D) with the batch "
                          f"axis, got shape {x.shape}")
-    data_format = data_format or image_data_format()
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError(f"{name}: data_format must be 'channels_last' or 'channels_first', "
                          f"got {data_format!r}")
