@@ -19,8 +19,7 @@ run's weights, would depend on the timing.
 """
 import time
 from collections import deque
-
-import numpy as np
+from statistics import median      # of a handful of floats: no numpy array per step
 
 from hiapi import threads
 from hiapi.callbacks.callback import Callback
@@ -91,7 +90,7 @@ class ThreadTuner(Callback):
     def _drifted(self):
         if self.reference is None or len(self.recent) < RECENT:
             return False
-        ratio = float(np.median(self.recent)) / self.reference
+        ratio = median(self.recent) / self.reference
         return ratio > DRIFT or ratio < 1 / DRIFT
 
     def _start_probe(self):
@@ -112,12 +111,12 @@ class ThreadTuner(Callback):
             if self.plan[0][0] != count:
                 threads.use(self.plan[0][0])
             return
-        best = min(self.times, key=lambda n: float(np.median(self.times[n])))
+        best = min(self.times, key=lambda n: median(self.times[n]))
         self.interval = min(2 * self.interval, MAX_INTERVAL) if best == self.choice else \
             FIRST_INTERVAL
         self.choice, self.countdown = best, self.interval
         self.probed_at = time.perf_counter()
-        self.reference = float(np.median(self.times[best]))
+        self.reference = median(self.times[best])
         self.recent.clear()
         self.probes += 1
         threads.use(best)
