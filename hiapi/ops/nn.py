@@ -118,7 +118,7 @@ def binary_crossentropy(target, output, from_logits=False):
     """Elementwise ``-(t log p + (1 - t) log(1 - p))``; from logits in the stable form
     ``max(z, 0) - z t + log(1 + exp(-|z|))``."""
     if is_symbolic(target, output):
-        logits = output if from_logits else getattr(output, "_keras_logits", None)
+        logits = _logits(output, from_logits)
         if logits is not None:
             return O.maximum(logits, 0) - logits * target + \
                 O.log(1 + O.exp(-O.abs(logits)))
