@@ -7,7 +7,7 @@ import numpy as np
 
 from hiapi.graph import ops as O
 from hiapi.graph.op import as_var
-from hiapi.ops.core import eager_array, is_symbolic
+from hiapi.ops.core import eager_array, is_symbolic, standardize_dtype
 
 
 def sin(x):
@@ -201,7 +201,6 @@ def triu(x, k=0):
 
 
 def eye(N, M=None, k=0, dtype=None):
-    from hiapi.ops.core import standardize_dtype
     return np.eye(N, M, k, dtype=standardize_dtype(dtype))
 
 
@@ -210,7 +209,6 @@ def identity(n, dtype=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None):
-    from hiapi.ops.core import standardize_dtype
     return np.linspace(start, stop, num, endpoint=endpoint, dtype=standardize_dtype(dtype))
 
 
