@@ -92,8 +92,6 @@ def _by_shapes(identifier, y_true_shape, y_pred_shape):
 def get(identifier, y_true_shape=None, y_pred_shape=None):
     """A Metric from a name, a class, a function ``f(y_true, y_pred)``, a saved config or an
     instance. Names keep the spelling given (``"mae"`` logs as ``mae``)."""
-    if isinstance(identifier, Metric):
-        return identifier
     if identifier in ("accuracy", "acc", "crossentropy", "ce"):
         return _by_shapes(identifier, y_true_shape, y_pred_shape)
     metric = resolve(identifier, Metric, _BY_NAME, _CLASSES, deserialize, MeanMetricWrapper,
