@@ -116,9 +116,7 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"{who}: query, value and key must have the same rank, got "
                              f"{query_shape}, {value_shape}, {key_shape}")
         heads = self.num_heads
-        out = self.output_shape_arg
-        self._out_shape = (query_shape[-1],) if out is None else \
-            ((int(out),) if isinstance(out, (int, np.integer)) else tuple(int(d) for d in out))
+        self._out_shape = self._output_dims(query_shape[-1])
         self.query_kernel, self.query_bias = self._dense(
             "query", (query_shape[-1], heads, self.key_dim), (heads, self.key_dim))
         self.key_kernel, self.key_bias = self._dense(
@@ -255,10 +253,14 @@ class MultiHeadAttention(Layer):
     def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
         """Keras's signature: the output has the query's shape with ``output_shape`` (by
         default the query's features) as its last axes."""
+        return tuple(query_shape[:-1]) + self._output_dims(query_shape[-1])
+
+    def _output_dims(self, query_features):
+        """The output's last axes: ``output_shape``, by default the query's features."""
         out = self.output_shape_arg
-        out = (query_shape[-1],) if out is None else \
-            ((int(out),) if isinstance(out, (int, np.integer)) else tuple(out))
-        return tuple(query_shape[:-1]) + tuple(out)
+        if out is None:
+            return (query_features,)
+        return (int(out),) if isinstance(out, (int, np.integer)) else tuple(int(d) for d in out)
 
     def compute_mask(self, inputs, previous_mask=None):
         query_mask = previous_mask[0] if previous_mask else None
