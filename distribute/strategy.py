@@ -45,7 +45,6 @@ from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, Compres
                                   register_kernels)
 from hiapi.distribute import sharding
 from hiapi.distribute.scope import strategy_scope
-from hiapi.distribute.sharding import OptimizerSharding
 
 
 class CommunicationStats:
@@ -85,8 +84,9 @@ class Strategy:
         self.bucket_cap_bytes = int(bucket_cap_mb * 2**20)
         self.stats = CommunicationStats()
         self._scale = placeholder((), "float32", name="gradient_scale")
+        self._epoch, self._batch = None, 0          # where training is, for set_progress
         # ZeRO stage 1: each rank keeps the optimizer slots of its share of the parameters
-        self.sharding = OptimizerSharding(self.communicator) if shard_optimizer_state else None
+        self.sharding = sharding.OptimizerSharding(self.communicator) if shard_optimizer_state else None
         if self.sharding:
             self.sharding.check(self, get_backend().name)
 
@@ -130,11 +130,10 @@ class Strategy:
 
     def step_values(self, local_n, global_n):
         self.stats.steps += 1
-        self._batch = getattr(self, "_batch", 0) + 1
-        epoch = getattr(self, "_epoch", None)
+        self._batch += 1
         self.communicator.set_progress(          # named in a collective-stall report
-            f"train step {self.stats.steps}" if epoch is None else
-            f"epoch {epoch + 1}, batch {self._batch} (train step {self.stats.steps})")
+            f"train step {self.stats.steps}" if self._epoch is None else
+            f"epoch {self._epoch + 1}, batch {self._batch} (train step {self.stats.steps})")
         return [local_n / global_n]
 
     # ---- the graph rewrite -----------------------------------------------------------------
