@@ -127,8 +127,8 @@ def _load(name, spec, custom_objects):
     if "module" in spec:
         if custom_objects and spec["name"] in custom_objects:
             return custom_objects[spec["name"]]
-        function = _resolve(spec["module"], spec["name"]) if spec["module"] in sys.modules \
-            else _resolve(importlib.import_module(spec["module"]).__name__, spec["name"])
+        importlib.import_module(spec["module"])      # a no-op when already imported
+        function = _resolve(spec["module"], spec["name"])
         if function is None:
             raise ValueError(f"Lambda {name!r}: function {spec['module']}.{spec['name']} no "
                              f"longer exists; pass it in custom_objects={{{spec['name']!r}: "
