@@ -83,12 +83,8 @@ def deserialize_function(config):
     found = _scoped(config)
     if found is None:
         from hiapi import losses, metrics
-        for namespace in (losses.functions, metrics.functions):
-            found = getattr(namespace, config, None)
-            if callable(found):
-                break
-        else:
-            found = None
+        found = next((f for f in (getattr(namespace, config, None) for namespace in
+                                  (losses.functions, metrics.functions)) if callable(f)), None)
     if found is None:
         raise ValueError(f"Unknown function {config!r} in the saved model: register it with "
                          f"@hiapi.saving.register_keras_serializable() or pass "
