@@ -26,17 +26,13 @@ def _trace(model, inputs, training):
     return outputs, state
 
 
-def _targets(compiled, outputs, ys, weighted):
-    return compiled.placeholders(outputs, ys, weighted)
-
-
 def _loss_graph(model, xs, ys, weighted, training):
     inputs = input_placeholders(model, xs)
     outputs, state = _trace(model, inputs, training)
     compiled = model.compiled_targets(outputs)
-    targets, weights = _targets(compiled, outputs, ys, weighted)
+    targets, weights = compiled.placeholders(outputs, ys, weighted)
     results = compiled.build(targets, outputs, weights, state.losses)
-    feeds = inputs + targets + ([w for w in weights] if weighted else [])
+    feeds = inputs + targets + (weights if weighted else [])
     return feeds, results, state
 
 
