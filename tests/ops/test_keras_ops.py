@@ -292,3 +292,15 @@ def test_conv_and_pooling_ops():
         ops.conv(placeholder((None, 4, 4, 3)), np.ones((1, 1, 2, 2), np.float32))
     with pytest.raises(ValueError, match="max_pool: inputs must have rank 3"):
         ops.max_pool(placeholder((None, 4)), 2)
+
+
+def test_spatial_ops_follow_a_changed_image_data_format():
+    """The eager graph cache must key on the resolved data format, not on data_format=None."""
+    x = np.arange(64, dtype=np.float32).reshape(1, 4, 4, 4)
+    assert ops.max_pool(x, 2).shape == (1, 2, 2, 4)
+    hiapi.config.set_image_data_format("channels_first")
+    try:
+        assert ops.max_pool(x, 2).shape == (1, 4, 2, 2)
+        assert ops.average_pool(x, 2).shape == (1, 4, 2, 2)
+    finally:
+        hiapi.config.set_image_data_format("channels_last")
