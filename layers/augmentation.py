@@ -17,27 +17,21 @@ import math
 
 import numpy as np
 
-from hiapi import random as _random
 from hiapi.graph import ops
 from hiapi.graph.ops.image import FILL_MODES, INTERPOLATIONS
 from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
-from hiapi.layers.layer import Layer
+from hiapi.layers.seeded import SeededLayer
 
 
-class _RandomImageLayer(Layer):
+class _RandomImageLayer(SeededLayer):
     def __init__(self, seed=None, data_format=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.data_format = check_data_format(self, data_format)
-        self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)
         self.input_spec = InputSpec(ndim=4)
 
     def _fail(self, message):
         raise ValueError(f"{type(self).__name__} {self.name!r}: {message}")
-
-    def build(self, input_shape):
-        self.counter = self.add_state((), "zeros", "seed_counter", "int64")
-        self.built = True
 
     identity_at_inference = True
 

@@ -5,23 +5,17 @@ The mask comes from the counter-based ``random_uniform`` op: seed (the layer's, 
 global seed unless given) and a step counter that the training graph increments, so masks are
 reproducible for a seed and differ at every step.
 """
-from hiapi import random as _random
 from hiapi.graph import ops
-from hiapi.layers.layer import Layer
+from hiapi.layers.seeded import SeededLayer
 
 
-class Dropout(Layer):
+class Dropout(SeededLayer):
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"Dropout {self.name!r}: rate must be in [0, 1), got {rate!r}")
         self.rate, self.noise_shape = float(rate), noise_shape
         self.supports_masking = True
-        self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)
-
-    def build(self, input_shape):
-        self.counter = self.add_state((), "zeros", "seed_counter", "int64")
-        self.built = True
 
     def call(self, inputs, training=None):
         if not training or self.rate == 0.0:

@@ -8,21 +8,12 @@ counter the training graph increments, so it is reproducible under
 """
 import math
 
-from hiapi import random as _random
 from hiapi.graph import ops
-from hiapi.layers.layer import Layer
+from hiapi.layers.seeded import SeededLayer
 
 
-class _NoiseLayer(Layer):
+class _NoiseLayer(SeededLayer):
     supports_masking = True       # noise per element: the padding stays where it was
-
-    def __init__(self, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)
-
-    def build(self, input_shape):
-        self.counter = self.add_state((), "zeros", "seed_counter", "int64")
-        self.built = True
 
     def _normal(self, like):
         noise = ops.random_normal(like, self.seed, self.counter.read)
