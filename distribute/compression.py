@@ -22,7 +22,7 @@ import numpy as np
 
 class Compressor:
     name = "none"
-    state_slots = ()
+    state_slots: tuple[str, ...] = ()
     dense = False          # True: payloads can be summed by a plain allreduce
 
     def compress(self, gradient, state):

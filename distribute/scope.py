@@ -1,8 +1,11 @@
 """The strategy in effect: ``with strategy.scope():`` around ``compile`` attaches it to the
 model (a small module of its own so the trainer can ask without importing MPI)."""
-from contextlib import contextmanager
+from __future__ import annotations
 
-_stack = []
+from contextlib import contextmanager
+from typing import Any
+
+_stack: list[Any] = []         # the Strategy objects entered, innermost last
 
 
 def current_strategy():

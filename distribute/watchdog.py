@@ -17,6 +17,8 @@ answers, reports, and calls ``MPI_Abort``. Collectives are started in the same o
 rank (MPI requires it), so "rank r has started fewer than n" means exactly "rank r has not
 reached collective n". A rank too busy or too stuck to answer is reported as such.
 """
+from __future__ import annotations
+
 import atexit
 import sys
 import threading
@@ -25,7 +27,7 @@ import time
 from hiapi.distribute.abort import abort_job
 
 QUERY, REPLY = 7301, 7302
-_watchdogs = {}
+_watchdogs: dict[int, Watchdog] = {}
 
 
 def watchdog_for(comm, timeout):

@@ -3,10 +3,12 @@ may write ``call(self, inputs)``, ``call(self, inputs, mask=None)`` or ``call(se
 ``training`` and ``mask`` are passed only to a ``call`` that names them (or takes
 ``**kwargs``), and several positional tensor parameters each get one of the inputs.
 """
+from __future__ import annotations
+
 import inspect
 
-_POSITIONAL = {}
-_ACCEPTS = {}
+_POSITIONAL: dict[type, tuple[int, int]] = {}      # call's (required, accepted) positionals
+_ACCEPTS: dict[tuple[type, str], bool] = {}
 _KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 

@@ -1,4 +1,8 @@
 """Pooling layers with Keras's names: max/average 1-D and 2-D, and global pooling."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
 from hiapi.graph import ops
 from hiapi.graph.ops import conv_geometry as geo
 from hiapi.layers.input_spec import InputSpec
@@ -13,7 +17,7 @@ def _check_format(layer, data_format):
 
 
 class _Pool2D(Layer):
-    pool = None
+    pool: Callable[..., Any] | None = None       # the ops function a subclass pools with
     rank = 2
 
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
@@ -65,7 +69,7 @@ class AveragePooling1D(_Pool2D):
 
 class _GlobalPool(Layer):
     rank = 2
-    reduce = None
+    reduce: Callable[..., Any] | None = None
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)

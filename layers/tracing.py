@@ -5,6 +5,8 @@ The trainer opens a collector around the model call that builds a step; layers c
 ``add_update``/``add_loss`` and whatever they add becomes that step's updates and loss terms.
 Outside a collector, adding is a no-op, so tracing for inference never changes state.
 """
+from __future__ import annotations
+
 from contextlib import contextmanager
 
 
@@ -14,7 +16,7 @@ class StateCollector:
         self.losses = []      # scalar Vars added to the loss
 
 
-_collectors = []
+_collectors: list[StateCollector] = []
 
 
 @contextmanager

@@ -30,7 +30,7 @@ class Spec(NamedTuple):
 class Op:
     name = "op"                 # kernel key in every backend
     elementwise = False         # output[i] depends on inputs[i] only: fusible
-    view_of = None              # index of the input whose memory the output aliases
+    view_of: int | None = None  # index of the input whose memory the output aliases
     inplace = False             # kernels must be right when the output buffer is an input's
     is_source = False           # no inputs: placeholder, constant, variable read
 

@@ -3,6 +3,10 @@
 
     model.compile(loss=hiapi.losses.Huber(delta=0.5), optimizer="adam")
 """
+from __future__ import annotations
+
+from typing import Any, Callable
+
 import numpy as np
 
 from hiapi.losses import functions
@@ -15,7 +19,7 @@ SUM_OVER_BATCH = "sum_over_batch_size"
 class _Builtin(LossFunctionWrapper):
     """A built-in loss: its labels must fit its predictions (checked when compiled)."""
     same_shape = True
-    function = None
+    function: Callable[..., Any] | None = None
 
     def __init__(self, reduction=SUM_OVER_BATCH, name=None, dtype=None, **kwargs):
         super().__init__(type(self).function, reduction=reduction, name=name, dtype=dtype,

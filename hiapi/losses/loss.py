@@ -12,6 +12,8 @@ Subclass it as in Keras, writing ``call`` with ``hiapi.graph.ops`` (or ``hiapi.o
         def call(self, y_true, y_pred):
             return ops.mean(ops.square(y_pred - y_true), axis=-1) * 2.0
 """
+import numpy as np
+
 from hiapi.graph import ops
 from hiapi.graph.op import as_var
 from hiapi.losses.shapes import check_same_shape, squeeze_or_expand_to_same_rank
@@ -23,7 +25,7 @@ REDUCTIONS = ("sum_over_batch_size", "sum", "none", "mean", "mean_with_sample_we
 
 
 class Loss:
-    label_dtype = None      # dtype the labels are fed as; None: the model's float dtype
+    label_dtype: np.dtype | None = None      # dtype the labels are fed as; None: the model's float dtype
 
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
         reduction = "none" if reduction is None else reduction

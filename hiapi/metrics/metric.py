@@ -100,8 +100,8 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__lt__", "__le__",
               "__gt__", "__ge__", "__eq__", "__ne__"):
     setattr(MetricVariable, _name, _arithmetic(_name))
-MetricVariable.__neg__ = lambda self: -self._value
-MetricVariable.__hash__ = object.__hash__
+setattr(MetricVariable, "__neg__", lambda self: -self._value)
+setattr(MetricVariable, "__hash__", object.__hash__)
 
 
 def graph_update(update_state):

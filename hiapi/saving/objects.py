@@ -6,12 +6,15 @@ again with ``from_config``; a function by its name. Classes and functions of you
 when registered with ``@hiapi.saving.register_keras_serializable`` or passed to
 ``load_model(..., custom_objects={"name": obj})``, as in Keras.
 """
+from __future__ import annotations
+
 import contextlib
 import inspect
+from typing import Any
 
 from hiapi.saving.registry import _custom, class_in, registered_name
 
-_custom_scope = [{}]
+_custom_scope: list[dict[str, Any]] = [{}]
 
 
 @contextlib.contextmanager

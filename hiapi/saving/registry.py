@@ -5,7 +5,9 @@ registered with ``@register_keras_serializable`` (Keras's name for the decorator
     class Scale(hiapi.layers.Layer):
         ...
 """
-_custom = {}
+from __future__ import annotations
+
+_custom: dict[str, type] = {}
 
 
 def register_keras_serializable(package="Custom", name=None):

@@ -1,8 +1,10 @@
 """Unique default names for layers and models, as Keras gives them: dense, dense_1, dense_2."""
+from __future__ import annotations
+
 import re
 from collections import defaultdict
 
-_counts = defaultdict(int)
+_counts: defaultdict[str, int] = defaultdict(int)
 
 
 def snake_case(class_name):
