@@ -40,6 +40,11 @@ class Communicator:
     def iallreduce(self, array):
         raise NotImplementedError
 
+    def ireduce(self, array, root):
+        """Non-blocking sum over ranks into ``array`` on ``root`` only (the others' ``array``
+        is just sent); ``wait()`` returns ``array``."""
+        raise NotImplementedError
+
     def allgather(self, array):
         """Concatenation of every rank's 1-D ``array`` (sizes may differ), and the sizes."""
         raise NotImplementedError
@@ -68,6 +73,9 @@ class LocalCommunicator(Communicator):
         return array
 
     def iallreduce(self, array):
+        return Request(lambda: None, array)
+
+    def ireduce(self, array, root):
         return Request(lambda: None, array)
 
     def allgather(self, array):
@@ -136,6 +144,28 @@ class MPICommunicator(Communicator):
 
         def wait():
             watchdog.current = (number, "wait for iallreduce", array, watchdog.progress)
+            try:
+                request.Wait()
+            finally:
+                watchdog.current = None
+        return Request(wait, array)
+
+    def ireduce(self, array, root):
+        MPI = self.MPI
+        if self.rank == root:
+            request = self.comm.Ireduce(MPI.IN_PLACE, array, op=MPI.SUM, root=root)
+        else:
+            request = self.comm.Ireduce(array, None, op=MPI.SUM, root=root)
+        watchdog = self.watchdog
+        if watchdog is None:
+            return Request(request.Wait, array)
+        watchdog.started += 1
+        number = watchdog.started
+        what = f"wait for ireduce to rank {root}"
+        watchdog.last = (number, f"ireduce to rank {root}", array, watchdog.progress)
+
+        def wait():
+            watchdog.current = (number, what, array, watchdog.progress)
             try:
                 request.Wait()
             finally:

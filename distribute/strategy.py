@@ -25,8 +25,8 @@ What the strategy does:
 - an exception on any rank prints that rank's traceback and aborts the whole job (non-zero
   exit) instead of leaving the others blocked in a collective.
 
-``shard_optimizer_state=True`` keeps each parameter's optimizer slots on one owner rank only
-(ZeRO stage 1, ``hiapi.distribute.sharding``).
+``shard_optimizer_state=True`` keeps each parameter's summed gradient and optimizer slots on
+one owner rank only (ZeRO stage 2, ``hiapi.distribute.sharding``).
 """
 import sys
 import traceback
@@ -85,7 +85,7 @@ class Strategy:
         self.stats = CommunicationStats()
         self._scale = placeholder((), "float32", name="gradient_scale")
         self._epoch, self._batch = None, 0          # where training is, for set_progress
-        # ZeRO stage 1: each rank keeps the optimizer slots of its share of the parameters
+        # ZeRO stage 2: each rank keeps the gradients and slots of its share of the parameters
         self.sharding = sharding.OptimizerSharding(self.communicator) if shard_optimizer_state else None
         if self.sharding:
             self.sharding.check(self, get_backend().name)
@@ -139,15 +139,15 @@ class Strategy:
     # ---- the graph rewrite -----------------------------------------------------------------
     def reduce_gradients(self, gradients, variables, optimizer):
         register_kernels(get_backend())
+        if self.sharding:
+            sharding.register_kernels(get_backend())
+            return self.sharding.reduce_to_owners(gradients, variables, self._scale,
+                                                  self.stats, self.bucket_cap_bytes)
         self._take_over_momentum(optimizer)
         pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
         reduced = self._bucketed(pairs) if self.compressor.dense else self._compressed(pairs)
         lookup = {id(v): r for (_, v), r in zip(pairs, reduced)}
-        reduced = [lookup.get(id(v)) for v in variables]
-        if self.sharding:
-            sharding.register_kernels(get_backend())
-            return self.sharding.keep_owned(reduced, variables)
-        return reduced
+        return [lookup.get(id(v)) for v in variables]
 
     def get_updates(self, optimizer, gradients, variables):
         if self.sharding:
@@ -221,6 +221,13 @@ class Strategy:
             raise ValueError(f"distributed fit: rank(s) {differing} built a different model "
                              f"than rank 0 (parameter shapes/dtypes differ; rank {self.rank} "
                              f"has {len(model.weights)} weights: {signature[:200]})")
+
+    def consolidate(self, model):
+        """With ``shard_optimizer_state=True``: gather the optimizer state onto rank 0 so
+        ``model.save`` there writes all of it. Collective: call it on every rank. Checkpoint
+        callbacks and the end of ``fit`` call it; without sharding it does nothing."""
+        if self.sharding and getattr(model, "optimizer", None) is not None:
+            self.sharding.consolidate(model.optimizer)
 
     def reduce_totals(self, compiled):
         vector = compiled.totals_vector()

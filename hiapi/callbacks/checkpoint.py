@@ -46,14 +46,16 @@ class ModelCheckpoint(Callback):
             self._save(epoch, logs)
 
     def _save(self, epoch, logs, batch=None):
-        if not self.model.distribution.is_chief:     # one writer in a distributed run
-            return
-        logs = logs or {}
+        logs = logs or {}                   # the same on every rank: decided on every rank
         if self.save_best_only:
             current = self.watch.value(logs)
             if current is None or not self.watch.improved(current, self.best):
                 return
             self.best = current
+        if not self.save_weights_only:
+            self.model.distribution.consolidate(self.model)     # a collective (ZeRO)
+        if not self.model.distribution.is_chief:     # one writer in a distributed run
+            return
         path = self.filepath.format(epoch=epoch + 1, batch=batch, **logs)
         if self.verbose:
             print(f"Epoch {epoch + 1}: saving model to {path}")
@@ -123,6 +125,7 @@ class BackupAndRestore(Callback):
 
     def _backup(self, epoch, step):
         totals = self._running_totals() if step else None     # a collective: on every rank
+        self.model.distribution.consolidate(self.model)          # so is this (ZeRO)
         if not self.model.distribution.is_chief:
             return
         from hiapi.saving.model_file import save_model

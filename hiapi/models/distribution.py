@@ -37,6 +37,9 @@ class Local:
     def reduce_totals(self, compiled):
         pass
 
+    def consolidate(self, model):
+        """Before a save, on every worker: gather state kept sharded (ZeRO) onto rank 0."""
+
     def on_epoch_begin(self, epoch):
         pass
 

@@ -32,16 +32,13 @@ def save_model(model, filepath, include_optimizer=True, extra=None):
     arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
     arrays.update({f"state/{i}": v.numpy() for i, v in enumerate(model.state_variables)})
     optimizer = getattr(model, "optimizer", None)
-    if include_optimizer and getattr(optimizer, "sharded_by", None) is not None:
-        raise NotImplementedError(
-            f"Model {model.name!r}: saving the optimizer state of a model trained with "
-            f"Strategy(shard_optimizer_state=True) is not supported (each rank holds only its "
-            f"shard of it); use model.save_weights(...) or model.save(..., "
-            f"include_optimizer=False)")
     if include_optimizer and optimizer is not None:
         manifest["optimizer"] = {**optimizers_module.serialize(optimizer),
                                  "built": optimizer.built}
-        arrays.update({f"optimizer/{i}": v.numpy() for i, v in enumerate(optimizer.variables)})
+        sharding = getattr(optimizer, "sharded_by", None)     # ZeRO: gathered on rank 0
+        state = sharding.consolidated_state(optimizer, f"save({filepath!r})") if sharding \
+            else [v.numpy() for v in optimizer.variables]
+        arrays.update({f"optimizer/{i}": value for i, value in enumerate(state)})
     write_archive(filepath, manifest, arrays)
 
 
@@ -144,10 +141,13 @@ def restore_training_state(model, filepath):
         if manifest["optimizer"]["built"] and not optimizer.built:
             optimizer.build(model.trainable_weights)
         count = sum(1 for name in arrays if name.startswith("optimizer/"))
+        values = [arrays[f"optimizer/{i}"] for i in range(count)]
+        if getattr(optimizer, "sharded_by", None) is not None:    # each rank its own slots
+            optimizer.sharded_by.restore(optimizer, values, filepath)
+            return manifest.get("extra") or {}
         if count != len(optimizer.variables):
             raise ValueError(f"{filepath}: the optimizer state has {count} variables, the "
                              f"model's {type(optimizer).__name__} has "
                              f"{len(optimizer.variables)}")
-        _assign(optimizer.variables, [arrays[f"optimizer/{i}"] for i in range(count)],
-                filepath)
+        _assign(optimizer.variables, values, filepath)
     return manifest.get("extra") or {}
