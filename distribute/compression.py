@@ -66,6 +66,8 @@ def _sparse_sum(payloads, shape, dtype):
 
 
 class _Sparse(Compressor):
+    pairs = True           # payload is (indices, values): summable by a sparse allreduce
+
     def decompress(self, payloads, shape, dtype):
         return _sparse_sum(payloads, shape, dtype)
 

@@ -10,6 +10,7 @@ is marked stateful for the memory planner).
 """
 import numpy as np
 
+from hiapi import timeline
 from hiapi.graph.op import Op
 
 
@@ -77,11 +78,15 @@ def allreduce_start(out, scale, *gradients, bucket):
         offset += size
     bucket.stats.record(out.nbytes, out.nbytes)
     bucket.request = bucket.communicator.iallreduce(out)
+    if timeline.ACTIVE is not None:          # the allreduce in flight, start to wait
+        timeline.ACTIVE.async_event("b", "allreduce", id(bucket), args={"bytes": out.nbytes})
 
 
 def allreduce_wait(flat, bucket):
     bucket.request.wait()
     bucket.request = None
+    if timeline.ACTIVE is not None:
+        timeline.ACTIVE.async_event("e", "allreduce", id(bucket))
     return flat
 
 
