@@ -38,7 +38,9 @@ from hiapi import random as _random
 from hiapi.backends import get_backend
 from hiapi.graph import Variable, ops, placeholder
 from hiapi.distribute import compression as compression_module
+from hiapi.distribute import exchange
 from hiapi.distribute.communicator import world
+from hiapi.distribute.compressed_ops import compressed_buckets
 from hiapi.distribute.data_agreement import agree_batch, agree_counts
 from hiapi.distribute.nccl import for_backend
 from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
@@ -68,7 +70,8 @@ class CommunicationStats:
 
 class Strategy:
     def __init__(self, compression="none", bucket_cap_mb=25, algorithm="native",
-                 communicator=None, shard_optimizer_state=False, **compression_options):
+                 communicator=None, shard_optimizer_state=False, overlap=True,
+                 sparse_exchange="auto", **compression_options):
         # NCCL in place of MPI's collectives when the backend keeps arrays on the GPU
         self.communicator = communicator or for_backend(world(algorithm), get_backend().name)
         self.rank, self.size = self.communicator.rank, self.communicator.size
@@ -82,6 +85,10 @@ class Strategy:
             self.compressor.reseed(self.rank)
         self.compressor.workers = self.size
         self.bucket_cap_bytes = int(bucket_cap_mb * 2**20)
+        # compressed buckets overlapping backward (compressed_ops.py), or per tensor, blocking
+        self.overlap = overlap
+        self.exchange = None if self.compressor.dense else \
+            exchange.make(sparse_exchange, self.communicator, self.compressor)
         self.stats = CommunicationStats()
         self._scale = placeholder((), "float32", name="gradient_scale")
         self._epoch, self._batch = None, 0          # where training is, for set_progress
@@ -184,6 +191,9 @@ class Strategy:
         out = []
         for gradient, variable in pairs:
             state = [Variable(np.zeros(variable.shape, variable.dtype),
+        if self.overlap:
+            return compressed_buckets(pairs, self._scale, self.compressor, self.exchange,
+                                      self.stats, self.bucket_cap_bytes)
                               name=f"{variable.name}/{self.compressor.name}_{slot}",
                               trainable=False) for slot in slots]
             op = CompressedAllreduce(self.communicator, self.compressor, slots, self.stats)

@@ -119,6 +119,12 @@ def collective_timeout() -> float | None:
     return seconds or None
 
 
+def timeline_path() -> str | None:
+    """File that ``fit`` writes a Chrome trace of training to (``HIAPI_TIMELINE``, as
+    Horovod's ``HOROVOD_TIMELINE``; see ``hiapi.callbacks.Timeline``), or None when unset."""
+    return os.environ.get("HIAPI_TIMELINE", "").strip() or None
+
+
 # Keras's ``keras.config`` functions (settings made in code, not read from the environment)
 from hiapi.settings import (  # noqa: E402,F401
     backend, disable_traceback_filtering, enable_traceback_filtering,

@@ -7,3 +7,4 @@ from hiapi.callbacks.checkpoint import BackupAndRestore, ModelCheckpoint
 from hiapi.callbacks.lr_callbacks import LearningRateScheduler, ReduceLROnPlateau
 from hiapi.callbacks.simple import CSVLogger, LambdaCallback, TerminateOnNaN
 from hiapi.callbacks.tensorboard import TensorBoard
+from hiapi.callbacks.timeline import Timeline

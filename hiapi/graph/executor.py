@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from hiapi import timeline
 from hiapi.graph.memory import plan_memory
 from hiapi.graph.op import Spec
 from hiapi.graph.ops.sources import Placeholder, Read
@@ -151,7 +152,8 @@ class Executable:
                 bufs[i] = array
         for i, variable in self.state_slots:
             bufs[i] = variable.value
-        if times is None:
+        tracer = timeline.ACTIVE
+        if times is None and tracer is None:
             for kernel, out, ins, attrs, view in self.steps:
                 if view:
                     bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
@@ -172,6 +174,8 @@ class Executable:
     def _timed_steps(self, bufs, times):
         for n, (kernel, out, ins, attrs, view) in enumerate(self.steps):
             start = time.perf_counter()
+        elif times is None:
+            self._traced_steps(bufs, tracer)
             if view:
                 bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
             else:
@@ -184,4 +188,15 @@ def _may_alias_state(var):
     update value is copied before any Variable is written, so every update sees old values."""
     while var.op.view_of is not None:
         var = var.inputs[var.op.view_of]
+    def _traced_steps(self, bufs, tracer):
+        """The op loop with one timeline event per op (``hiapi.timeline``, while on)."""
+        clock, record = time.perf_counter, tracer.complete
+        for kernel, out, ins, attrs, view in self.steps:
+            start = clock()
+            if view:
+                bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
+            else:
+                kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+            record(self.order[out].op.name, start, clock())
+
     return isinstance(var.op, Read)

@@ -12,6 +12,7 @@ from hiapi import random as _random
 from hiapi import threads
 from hiapi.callbacks import CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
+from hiapi.callbacks import timeline
 from hiapi.models import data, steps
 from hiapi.models.data_adapters import ArrayAdapter, fit_adapters, get_adapter, warn_ran_out
 from hiapi.models.distribution import LOCAL
@@ -199,6 +200,7 @@ class Trainer:
         self.history = History()
         hooks = list(callbacks or []) + [self.history, threads.tuner()] + (
             [ProgbarLogger(verbose)] if verbose else [])     # tuner: threads for the load
+        hooks += timeline.from_environment(hooks)            # HIAPI_TIMELINE=trace.json
         hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": train_data.steps,
                                            "verbose": verbose})
         compiled = self._compiled_targets
