@@ -187,13 +187,13 @@ class Strategy:
         return [reduced[id(v)] for _, v in pairs]
 
     def _compressed(self, pairs):
+        if self.overlap:
+            return compressed_buckets(pairs, self._scale, self.compressor, self.exchange,
+                                      self.stats, self.bucket_cap_bytes)
         slots = self.compressor.state_slots
         out = []
         for gradient, variable in pairs:
             state = [Variable(np.zeros(variable.shape, variable.dtype),
-        if self.overlap:
-            return compressed_buckets(pairs, self._scale, self.compressor, self.exchange,
-                                      self.stats, self.bucket_cap_bytes)
                               name=f"{variable.name}/{self.compressor.name}_{slot}",
                               trainable=False) for slot in slots]
             op = CompressedAllreduce(self.communicator, self.compressor, slots, self.stats)

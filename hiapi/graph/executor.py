@@ -159,6 +159,8 @@ class Executable:
                     bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
                 else:
                     kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+        elif times is None:
+            self._traced_steps(bufs, tracer)
         else:
             self._timed_steps(bufs, times)
         results = [self.backend.to_numpy(bufs[i]).copy() for i in self.output_slots]
@@ -171,11 +173,20 @@ class Executable:
         return results
 
 
+    def _traced_steps(self, bufs, tracer):
+        """The op loop with one timeline event per op (``hiapi.timeline``, while on)."""
+        clock, record = time.perf_counter, tracer.complete
+        for kernel, out, ins, attrs, view in self.steps:
+            start = clock()
+            if view:
+                bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
+            else:
+                kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+            record(self.order[out].op.name, start, clock())
+
     def _timed_steps(self, bufs, times):
         for n, (kernel, out, ins, attrs, view) in enumerate(self.steps):
             start = time.perf_counter()
-        elif times is None:
-            self._traced_steps(bufs, tracer)
             if view:
                 bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
             else:
@@ -188,15 +199,4 @@ def _may_alias_state(var):
     update value is copied before any Variable is written, so every update sees old values."""
     while var.op.view_of is not None:
         var = var.inputs[var.op.view_of]
-    def _traced_steps(self, bufs, tracer):
-        """The op loop with one timeline event per op (``hiapi.timeline``, while on)."""
-        clock, record = time.perf_counter, tracer.complete
-        for kernel, out, ins, attrs, view in self.steps:
-            start = clock()
-            if view:
-                bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
-            else:
-                kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
-            record(self.order[out].op.name, start, clock())
-
     return isinstance(var.op, Read)
