@@ -45,7 +45,7 @@ from hiapi.distribute.data_agreement import agree_batch, agree_counts
 from hiapi.distribute.nccl import for_backend
 from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
                                   register_kernels)
-from hiapi.distribute import sharding
+from hiapi.distribute import random_streams, sharding
 from hiapi.distribute.scope import strategy_scope
 
 
@@ -92,6 +92,7 @@ class Strategy:
         self.stats = CommunicationStats()
         self._scale = placeholder((), "float32", name="gradient_scale")
         self._epoch, self._batch = None, 0          # where training is, for set_progress
+        self._streams_pending = None
         # ZeRO stage 2: each rank keeps the gradients and slots of its share of the parameters
         self.sharding = sharding.OptimizerSharding(self.communicator) if shard_optimizer_state else None
         if self.sharding:
@@ -136,6 +137,9 @@ class Strategy:
         return [self._scale]
 
     def step_values(self, local_n, global_n):
+        if self._streams_pending is not None:     # first step of fit: after any restore
+            random_streams.offset_for_rank(self._streams_pending, self.rank)
+            self._streams_pending = None
         self.stats.steps += 1
         self._batch += 1
         self.communicator.set_progress(          # named in a collective-stall report
@@ -218,6 +222,7 @@ class Strategy:
             model.weights + model.state_variables + model.optimizer.variables
         for variable in variables:
             self.communicator.bcast(variable.value, root=0)
+        self._streams_pending = model            # each rank its own dropout masks
         seed = np.array([_random.model_shuffle_seed(model)], np.int64)
         model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
 
