@@ -73,10 +73,19 @@ class SparseVector:
             else:
                 total[sparse.indices] += sparse.values
             return SparseVector(self.n, dense=total)
-        union = np.union1d(self.indices, other.indices)
-        values = np.zeros(union.size, self.dtype)
-        values[np.searchsorted(union, self.indices)] += self.values
-        values[np.searchsorted(union, other.indices)] += other.values
+        if (self.indices.size + other.indices.size) * 16 < self.n:    # few pairs: sort them
+            union = np.union1d(self.indices, other.indices)
+            values = np.zeros(union.size, self.dtype)
+            values[np.searchsorted(union, self.indices)] += self.values
+            values[np.searchsorted(union, other.indices)] += other.values
+        else:                          # many: a dense scratch is cheaper than sorting them
+            scratch = np.zeros(self.n, self.dtype)
+            scratch[self.indices] = self.values
+            scratch[other.indices] += other.values
+            present = np.zeros(self.n, bool)
+            present[self.indices] = present[other.indices] = True
+            union = np.flatnonzero(present)
+            values = scratch[union]
         merged = SparseVector(self.n, union.astype(np.int32, copy=False), values)
         return merged if _cheaper_sparse(union.size, self.n, values.itemsize) else \
             SparseVector(self.n, dense=merged.to_dense())
