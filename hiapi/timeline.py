@@ -46,7 +46,8 @@ class Recorder:
         """A span from ``start`` to ``end`` (perf_counter seconds) on the calling thread."""
         ts = self._us(start)
         event = {"name": name, "cat": cat, "ph": "X", "ts": ts,
-                 "dur": max(self._us(end) - ts, 0.0), "pid": self.rank, "tid": self._tid()}
+                 "dur": max(round(self._us(end) - ts, 3), 0.0), "pid": self.rank,
+                 "tid": self._tid()}
         if args:
             event["args"] = args
         self.events.append(event)              # list.append is atomic under the GIL
