@@ -1,46 +1,98 @@
-"""Allreduce latency and bandwidth, MPI's native algorithm against hiapi's ring, one run.
+"""Allreduce time per algorithm against MPI's native one, 4 KB to 64 MB, at 2 and 4 ranks.
 
-    mpiexec -n 2 python benchmarks/allreduce.py
-    mpiexec -n 4 python benchmarks/allreduce.py
+    .venv/bin/python benchmarks/allreduce.py                 # launches mpiexec -n 2 and -n 4
+    .venv/bin/python benchmarks/allreduce.py --ranks 2 --rounds 9
 
-Rank 0 prints one JSON line per message size: median seconds of each algorithm, the "bus
-bandwidth" 2(P-1)/P * bytes / time that a bandwidth-optimal allreduce would reach, and the
-ratio ring / native (time). Sizes run from 4 KB to 64 MB (float32).
+Each size is measured in ``--rounds`` rounds; a round times every algorithm once (a few calls
+back to back after a barrier), in a shuffled order, so a burst of load from other processes
+falls on all of them alike. Rank 0 prints one JSON line per size: the median seconds of each
+algorithm over the rounds, its ratio to native in the same rounds (median of the per-round
+ratios), what ``auto`` picked, and the load average; then a table of the ratios.
 """
+import argparse
 import json
+import os
+import random
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from hiapi.distribute import MPICommunicator
+ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "hierarchical", "auto")
+SIZES = [4 << 10 << (2 * i) for i in range(8)]          # 4 KB ... 64 MB
 
 
-def median_seconds(comm, array, repeats):
-    times = []
-    for _ in range(repeats):
-        comm.barrier()
-        start = time.perf_counter()
+def time_calls(comm, array, calls):
+    comm.barrier()
+    start = time.perf_counter()
+    for _ in range(calls):
         comm.allreduce(array)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return (time.perf_counter() - start) / calls
+
+
+def worker(rounds):
+    from hiapi.distribute import MPICommunicator
+    comms = {name: MPICommunicator(algorithm=name) for name in ALGORITHMS}
+    native = comms["native"]
+    shuffle = random.Random(0)                             # the same order on every rank
+    for nbytes in SIZES:
+        array = np.ones(nbytes // 4, np.float32)
+        calls = max(1, min(50, (4 << 20) // nbytes))
+        for comm in comms.values():                        # warm-up (buffers, caches)
+            comm.allreduce(array)
+        times = {name: [] for name in ALGORITHMS}
+        for _ in range(rounds):
+            order = list(ALGORITHMS)
+            shuffle.shuffle(order)
+            for name in order:
+                times[name].append(time_calls(comms[name], array, calls))
+        if native.rank == 0:
+            ratios = {name: float(np.median(np.divide(times[name], times["native"])))
+                      for name in ALGORITHMS if name != "native"}
+            print(json.dumps({
+                "benchmark": "allreduce", "ranks": native.size, "bytes": nbytes,
+                "seconds": {n: float(np.median(t)) for n, t in times.items()},
+                "over_native": {n: round(r, 3) for n, r in ratios.items()},
+                "auto_picked": comms["auto"].allreducer.choose(nbytes).name,
+                "loadavg": os.getloadavg()[0]}), flush=True)
+
+
+def table(lines):
+    print(f"{'ranks':>5} {'bytes':>9} " + " ".join(f"{n[:12]:>12}" for n in ALGORITHMS[1:]) +
+          f" {'auto picks':>16} {'load':>5}")
+    for row in lines:
+        print(f"{row['ranks']:>5} {row['bytes']:>9} " +
+              " ".join(f"{row['over_native'][n]:>12.2f}" for n in ALGORITHMS[1:]) +
+              f" {row['auto_picked']:>16} {row['loadavg']:>5.1f}")
+
+
+def launch(ranks, rounds):
+    here = Path(sys.executable).parent
+    launcher = str(here / "mpiexec") if (here / "mpiexec").exists() else "mpiexec"
+    result = subprocess.run([launcher, "-n", str(ranks), sys.executable, __file__, "--worker",
+                             "--rounds", str(rounds)], capture_output=True, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if result.returncode:
+        raise SystemExit(f"mpiexec -n {ranks} failed:\n{result.stderr[-3000:]}")
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
 def main():
-    native, ring = MPICommunicator(algorithm="native"), MPICommunicator(algorithm="ring")
-    size = native.size
-    for nbytes in [4 << 10 << (2 * i) for i in range(8)]:          # 4 KB ... 64 MB
-        array = np.ones(nbytes // 4, np.float32)
-        repeats = 50 if nbytes <= 1 << 20 else 5
-        results = {name: median_seconds(comm, array.copy(), repeats)
-                   for name, comm in (("native", native), ("ring", ring))}
-        if native.rank == 0:
-            bus = lambda t: 2 * (size - 1) / size * nbytes / t / 1e9
-            print(json.dumps({"benchmark": "allreduce", "ranks": size, "bytes": nbytes,
-                              "native_s": results["native"], "ring_s": results["ring"],
-                              "native_busbw_GBps": round(bus(results["native"]), 3),
-                              "ring_busbw_GBps": round(bus(results["ring"]), 3),
-                              "ring_over_native": round(results["ring"] / results["native"],
-                                                        3)}), flush=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, nargs="*", default=[2, 4])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args.rounds)
+    rows = []
+    for ranks in args.ranks:
+        for row in launch(ranks, args.rounds):
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    table(rows)
 
 
 if __name__ == "__main__":

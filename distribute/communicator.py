@@ -1,8 +1,11 @@
 """The communicator the rest of ``hiapi.distribute`` uses: collectives named as in MPI
 (``allreduce``, ``allgather``, ``bcast``, ``barrier``), blocking and non-blocking.
 
-``MPICommunicator`` wraps mpi4py (MPI's native algorithms, or our ring allreduce with
-``algorithm="ring"``); ``LocalCommunicator`` is the one-process stand-in used when the script is
+``MPICommunicator`` wraps mpi4py: MPI's native allreduce, or one of
+``hiapi.distribute.algorithms`` (``algorithm="ring"``, ``"halving_doubling"``,
+``"shared_memory"``, ``"hierarchical"``, or ``"auto"``: per message size, the one a measured
+alpha-beta model prices lowest; a non-blocking call of a Python algorithm runs on a background
+thread); ``LocalCommunicator`` is the one-process stand-in used when the script is
 not started under ``mpiexec`` (or mpi4py is not installed), so the same script runs either way.
 
 With more than one rank, the ``MPICommunicator`` makes the job fail loudly instead of hanging:
@@ -14,6 +17,8 @@ import numpy as np
 
 from hiapi import config
 from hiapi.distribute.abort import abort_job, install_abort_on_uncaught_exception
+from hiapi.distribute.algorithms import check_name, make_algorithm
+from hiapi.distribute.algorithms.background import BackgroundRunner
 from hiapi.distribute.watchdog import describe, watchdog_for
 
 
@@ -91,12 +96,14 @@ class MPICommunicator(Communicator):
         self.MPI = MPI
         self.comm = comm or MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        if algorithm not in ("native", "ring"):
-            raise ValueError(f"algorithm must be 'native' or 'ring', got {algorithm!r}")
-        self.algorithm = algorithm
+        self.algorithm = check_name(algorithm)
         if self.size > 1:
             install_abort_on_uncaught_exception(self.comm)
         self.watchdog = watchdog_for(self.comm, config.collective_timeout())
+        # a Python algorithm gets its own duplicate communicator (used from its thread)
+        self.allreducer = make_algorithm(algorithm, self.comm.Dup(), self.comm) \
+            if algorithm != "native" else None
+        self.background = BackgroundRunner(MPI.Query_thread() == MPI.THREAD_MULTIPLE)
 
     def _run(self, what, array, collective, *args):
         """Run a blocking collective under the watchdog's eye."""
@@ -114,9 +121,9 @@ class MPICommunicator(Communicator):
             self.watchdog.progress = text
 
     def allreduce(self, array):
-        if self.algorithm == "ring":
-            from hiapi.distribute.ring import ring_allreduce
-            self._run("ring allreduce", array, ring_allreduce, self.comm, array)
+        chosen = self.allreducer and self.allreducer.choose(array.nbytes)
+        if chosen and chosen.threaded:
+            self._run(f"{chosen.name} allreduce", array, self.background.run, chosen, array)
             return array
         watchdog = self.watchdog
         if watchdog is None:
@@ -132,20 +139,23 @@ class MPICommunicator(Communicator):
         return array
 
     def iallreduce(self, array):
-        if self.algorithm == "ring":          # the ring is blocking: done when it returns
-            return Request(lambda: None, self.allreduce(array))
-        request = self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM)
+        chosen = self.allreducer and self.allreducer.choose(array.nbytes)
+        if chosen and chosen.threaded:        # a Python algorithm: on the background thread
+            name, finish = f"{chosen.name} iallreduce", self.background.start(chosen, array)
+        else:
+            name = "iallreduce"
+            finish = self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM).Wait
         watchdog = self.watchdog
         if watchdog is None:
-            return Request(request.Wait, array)
+            return Request(finish, array)
         watchdog.started += 1                  # posted now, waited for (watched) later
         number = watchdog.started
-        watchdog.last = (number, "iallreduce", array, watchdog.progress)
+        watchdog.last = (number, name, array, watchdog.progress)
 
         def wait():
-            watchdog.current = (number, "wait for iallreduce", array, watchdog.progress)
+            watchdog.current = (number, f"wait for {name}", array, watchdog.progress)
             try:
-                request.Wait()
+                finish()
             finally:
                 watchdog.current = None
         return Request(wait, array)
@@ -192,10 +202,11 @@ class MPICommunicator(Communicator):
 
 def world(algorithm="native"):
     """MPI's world communicator when running under an MPI launcher, else a local one."""
+    check_name(algorithm)
     try:
         from mpi4py import MPI
     except ImportError:
         return LocalCommunicator()
-    if MPI.COMM_WORLD.Get_size() == 1 and algorithm == "native":
+    if MPI.COMM_WORLD.Get_size() == 1:         # every algorithm is the identity on one rank
         return LocalCommunicator()
     return MPICommunicator(MPI.COMM_WORLD, algorithm)

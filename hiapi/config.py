@@ -125,6 +125,18 @@ def timeline_path() -> str | None:
     return os.environ.get("HIAPI_TIMELINE", "").strip() or None
 
 
+def ranks_per_node() -> int | None:
+    """Ranks to group into one pretend node for the hierarchical allreduce:
+    ``HIAPI_RANKS_PER_NODE`` (a positive integer; unset means the real nodes, found by MPI)."""
+    value = os.environ.get("HIAPI_RANKS_PER_NODE", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"HIAPI_RANKS_PER_NODE must be a positive integer (ranks per pretend "
+                         f"node), got {value!r}")
+    return int(value)
+
+
 # Keras's ``keras.config`` functions (settings made in code, not read from the environment)
 from hiapi.settings import (  # noqa: E402,F401
     backend, disable_traceback_filtering, enable_traceback_filtering,

@@ -1,0 +1,56 @@
+"""Allreduce algorithms, one small class each behind one interface (``base.AllreduceAlgorithm``):
+``native`` (MPI's), ``ring``, ``halving_doubling`` (Rabenseifner), ``shared_memory`` (one node,
+through an MPI shared-memory window), ``hierarchical`` (shared memory inside each node, MPI
+between node leaders) and ``auto`` (the one the measured alpha-beta model prices lowest for
+each message size). ``MPICommunicator(algorithm=...)`` and ``Strategy(algorithm=...)`` take
+these names.
+"""
+from hiapi import config
+from hiapi.distribute.algorithms.auto import AutoAllreduce
+from hiapi.distribute.algorithms.base import AllreduceAlgorithm, LinkCosts
+from hiapi.distribute.algorithms.cost_model import measure
+from hiapi.distribute.algorithms.halving_doubling import HalvingDoublingAllreduce
+from hiapi.distribute.algorithms.hierarchical import HierarchicalAllreduce
+from hiapi.distribute.algorithms.native import NativeAllreduce
+from hiapi.distribute.algorithms.ring import RingAllreduce
+from hiapi.distribute.algorithms.shared_memory import SharedMemoryAllreduce
+from hiapi.distribute.algorithms.shared_window import node_communicator
+
+ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "hierarchical", "auto")
+
+
+def check_name(algorithm):
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"allreduce algorithm must be one of {', '.join(map(repr, ALGORITHMS))}"
+                         f", got {algorithm!r}")
+    return algorithm
+
+
+def candidate_algorithms(comm, native_comm=None):
+    """What ``auto`` chooses from on ``comm``: native, ring, halving/doubling, and shared
+    memory on one node or the hierarchical allreduce across nodes of several ranks each."""
+    native = NativeAllreduce(native_comm or comm)
+    found = [native, RingAllreduce(comm), HalvingDoublingAllreduce(comm)]
+    fake_nodes = config.ranks_per_node()
+    node = node_communicator(comm, fake_nodes)
+    local, size = node.Get_size(), comm.Get_size()
+    node.Free()
+    if local == size:
+        found.append(SharedMemoryAllreduce(comm))
+    elif local > 1:
+        found.append(HierarchicalAllreduce(comm, fake_nodes))
+    return found
+
+
+def make_algorithm(algorithm, comm, native_comm=None):
+    """The algorithm named ``algorithm`` on ``comm`` (collective). ``native_comm`` is where MPI's
+    own allreduce runs (the Python algorithms get a duplicate, used from their own thread)."""
+    check_name(algorithm)
+    if algorithm == "native":
+        return NativeAllreduce(native_comm or comm)
+    if algorithm == "auto":
+        return AutoAllreduce(comm, native_comm)
+    if algorithm == "hierarchical":
+        return HierarchicalAllreduce(comm, config.ranks_per_node())
+    return {"ring": RingAllreduce, "halving_doubling": HalvingDoublingAllreduce,
+            "shared_memory": SharedMemoryAllreduce}[algorithm](comm)

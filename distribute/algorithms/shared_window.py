@@ -1,0 +1,93 @@
+"""Double-buffered slots in MPI shared memory, one per rank of a node.
+
+``MPI.Win.Allocate_shared`` over a communicator whose ranks share memory gives each rank a
+segment that every other rank maps too, so a plain numpy read of another rank's slot is a load
+from the same physical pages: no message, no second copy. Each rank's segment holds two slots;
+the algorithms alternate between them chunk after chunk, so the barrier that ends one chunk's
+copy-in also proves every rank has finished reading the slot used two chunks ago, and a chunk
+needs no extra barrier before it is overwritten.
+
+Every chunk costs two or three barriers, and on a loaded machine a barrier costs far more than
+its idle 3 us: a rank that arrives first and spins takes a core from the rank it is waiting
+for. So the slots are as large as the messages need, up to ``max_chunk_bytes`` (a 64 MB
+message is four chunks, not sixty-four); they grow on the first larger message (every rank
+sees the same sizes, so they grow together), and ``fence()`` waits by yielding the CPU
+(``Ibarrier`` + ``sched_yield``) rather than spinning in ``MPI_Barrier``.
+
+``fence()`` also calls ``Win.Sync`` (a memory barrier, in the passive-target epoch opened by
+``Lock_all``) on either side of the barrier, as the MPI-3 shared-memory model requires for
+loads and stores to be seen by the other processes.
+"""
+import os
+
+import numpy as np
+
+MIN_CHUNK_BYTES = 64 << 10
+
+
+class SharedSlots:
+    def __init__(self, node_comm, max_chunk_bytes):
+        if max_chunk_bytes < MIN_CHUNK_BYTES or max_chunk_bytes % 64:
+            raise ValueError(f"SharedSlots: max_chunk_bytes must be a multiple of 64 and at "
+                             f"least {MIN_CHUNK_BYTES}, got {max_chunk_bytes}")
+        self.comm, self.max_chunk_bytes = node_comm, max_chunk_bytes
+        self.rank, self.size = node_comm.Get_rank(), node_comm.Get_size()
+        self.window, self.chunk_bytes = None, 0
+        self._allocate(MIN_CHUNK_BYTES)
+
+    def _allocate(self, chunk_bytes):
+        from mpi4py import MPI
+        if self.window is not None:
+            self.close()
+        self.window = MPI.Win.Allocate_shared(2 * chunk_bytes, 1, comm=self.comm)
+        self.window.Lock_all(MPI.MODE_NOCHECK)
+        self.segments = [np.frombuffer(self.window.Shared_query(r)[0], np.uint8,
+                                       count=2 * chunk_bytes) for r in range(self.size)]
+        self.chunk_bytes, self.turn, self._views = chunk_bytes, 0, {}
+
+    def reserve(self, nbytes):
+        """Grow the slots (collectively) toward ``nbytes``, up to ``max_chunk_bytes``; returns
+        the chunk size in bytes."""
+        if nbytes > self.chunk_bytes < self.max_chunk_bytes:
+            self.fence()                          # nobody still reads the old slots
+            size = 1 << max(nbytes - 1, 1).bit_length()
+            self._allocate(min(self.max_chunk_bytes, size))
+        return self.chunk_bytes
+
+    def slots(self, dtype):
+        """Every rank's current slot as a 1-D ``dtype`` array of ``chunk_bytes`` bytes."""
+        key = (dtype, self.turn)
+        views = self._views.get(key)
+        if views is None:
+            start = self.turn * self.chunk_bytes
+            views = self._views[key] = [
+                segment[start:start + self.chunk_bytes].view(dtype) for segment in self.segments]
+        return views
+
+    def advance(self):
+        """Move to the other slot for the next chunk."""
+        self.turn ^= 1
+
+    def fence(self):
+        self.window.Sync()
+        request = self.comm.Ibarrier()
+        while not request.Test():
+            os.sched_yield()
+        self.window.Sync()
+
+    def close(self):
+        self.segments, self._views = [], {}
+        self.window.Unlock_all()
+        self.window.Free()
+        self.window = None
+
+
+def node_communicator(comm, ranks_per_node=None):
+    """The ranks of ``comm`` that share this machine's memory (``COMM_TYPE_SHARED``), in
+    ``comm``'s order. ``ranks_per_node`` cuts them further into groups of that many
+    consecutive ranks: pretend nodes, so a hierarchical algorithm can be tested on one machine."""
+    from mpi4py import MPI
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    if ranks_per_node:
+        node = node.Split(color=comm.Get_rank() // ranks_per_node, key=comm.Get_rank())
+    return node
