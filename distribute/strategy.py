@@ -40,7 +40,7 @@ from hiapi.graph import Variable, ops, placeholder
 from hiapi.distribute import compression as compression_module
 from hiapi.distribute import exchange
 from hiapi.distribute.communicator import world
-from hiapi.distribute.compressed_ops import compressed_buckets
+from hiapi.distribute.compressed_ops import compressed_buckets, split_buckets
 from hiapi.distribute.data_agreement import agree_batch, agree_counts
 from hiapi.distribute.nccl import for_backend
 from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
@@ -166,19 +166,8 @@ class Strategy:
         return optimizer.get_updates(gradients, variables)
 
     def _bucketed(self, pairs):
-        buckets, current, size = [], [], 0
-        for gradient, variable in reversed(pairs):          # backward produces these first
-            nbytes = int(np.prod(variable.shape)) * variable.dtype.itemsize
-            if current and (size + nbytes > self.bucket_cap_bytes or
-                            gradient.dtype != current[0][0].dtype):
-                buckets.append(current)
-                current, size = [], 0
-            current.append((gradient, variable))
-            size += nbytes
-        if current:
-            buckets.append(current)
         reduced = {}
-        for members in buckets:
+        for members in split_buckets(pairs, self.bucket_cap_bytes):
             sizes = [int(np.prod(v.shape)) for _, v in members]
             bucket = Bucket(self.communicator, sizes, self.stats)
             scale = ops.cast(self._scale, members[0][0].dtype)
