@@ -20,10 +20,14 @@ config under ``_call_options`` when not the defaults), so replaying, saving and 
 model repeat the call exactly. One layer called with different such options in one model is
 refused with an error.
 """
+from __future__ import annotations
+
 import math
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from hiapi.hints import ConstraintLike, InitializerLike, RegularizerLike, ShapeLike
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.graph.var import Var
@@ -34,11 +38,17 @@ DEFAULT_OPTIONS = {"return_attention_scores": False, "use_causal_mask": False}
 
 
 class MultiHeadAttention(Layer):
-    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True,
-                 output_shape=None, attention_axes=None, flash_attention=None,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, seed=None, _call_options=None, **kwargs):
+    def __init__(self, num_heads: int, key_dim: int, value_dim: int | None = None,
+                 dropout: float = 0.0, use_bias: bool = True,
+                 output_shape: int | ShapeLike | None = None,
+                 attention_axes: int | Sequence[int] | None = None,
+                 flash_attention: bool | None = None,
+                 kernel_initializer: InitializerLike = "glorot_uniform",
+                 bias_initializer: InitializerLike = "zeros",
+                 kernel_regularizer: RegularizerLike = None,
+                 bias_regularizer: RegularizerLike = None, kernel_constraint: ConstraintLike = None,
+                 bias_constraint: ConstraintLike = None, seed: int | None = None,
+                 _call_options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         who = f"MultiHeadAttention {self.name!r}"
         for arg, value in (("num_heads", num_heads), ("key_dim", key_dim),
@@ -64,7 +74,7 @@ class MultiHeadAttention(Layer):
         self.bias_constraint = constraints.get(bias_constraint)
         self.supports_masking = True
         self._call_options = dict(_call_options) if _call_options else None
-        self._eager_by_options = {}
+        self._eager_by_options: dict[Any, Any] = {}
         if self.dropout:
             self._dropout_layer = Dropout(self.dropout, seed=seed, name=f"{self.name}_dropout")
 

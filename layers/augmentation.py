@@ -13,19 +13,29 @@ numpy/JAX backends for the same transform and the image gradient is exact.
     augment = hiapi.Sequential([layers.RandomFlip("horizontal"), layers.RandomRotation(0.1),
                                 layers.RandomZoom(0.2), layers.RandomCrop(24, 24)])
 """
+from __future__ import annotations
+
 import math
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from hiapi.hints import DataFormat
 from hiapi.graph import ops
 from hiapi.graph.ops.image import FILL_MODES, INTERPOLATIONS
 from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.seeded import SeededLayer
 
+# the values FILL_MODES, INTERPOLATIONS and RandomFlip.MODES hold, for the type checker
+FillMode = Literal["reflect", "wrap", "constant", "nearest", "mirror"]
+Interpolation = Literal["bilinear", "nearest"]
+FlipMode = Literal["horizontal", "vertical", "horizontal_and_vertical"]
+
 
 class _RandomImageLayer(SeededLayer):
-    def __init__(self, seed=None, data_format=None, **kwargs):
+    def __init__(self, seed: int | None = None, data_format: DataFormat = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed=seed, **kwargs)
         self.data_format = check_data_format(self, data_format)
         self.input_spec = InputSpec(ndim=4)
@@ -95,7 +105,8 @@ class RandomFlip(_RandomImageLayer):
     (``"vertical"``) or both at once (``"horizontal_and_vertical"``, the default)."""
     MODES = ("horizontal", "vertical", "horizontal_and_vertical")
 
-    def __init__(self, mode="horizontal_and_vertical", seed=None, data_format=None, **kwargs):
+    def __init__(self, mode: FlipMode = "horizontal_and_vertical", seed: int | None = None,
+                 data_format: DataFormat = None, **kwargs: Any) -> None:
         super().__init__(seed=seed, data_format=data_format, **kwargs)
         if mode not in self.MODES:
             self._fail(f"mode must be one of {self.MODES}, got {mode!r}")
@@ -123,7 +134,8 @@ class RandomCrop(_RandomImageLayer):
     (half-pixel centres, as ``keras.ops.image.resize``) to ``(height, width)``."""
     identity_at_inference = False
 
-    def __init__(self, height, width, seed=None, data_format=None, **kwargs):
+    def __init__(self, height: int, width: int, seed: int | None = None,
+                 data_format: DataFormat = None, **kwargs: Any) -> None:
         super().__init__(seed=seed, data_format=data_format, **kwargs)
         for name, value in (("height", height), ("width", width)):
             if not isinstance(value, (int, np.integer)) or value <= 0:
@@ -158,8 +170,9 @@ class RandomCrop(_RandomImageLayer):
 
 
 class _AffineAugmentation(_RandomImageLayer):
-    def __init__(self, fill_mode="reflect", interpolation="bilinear", seed=None,
-                 fill_value=0.0, data_format=None, **kwargs):
+    def __init__(self, fill_mode: FillMode = "reflect", interpolation: Interpolation = "bilinear",
+                 seed: int | None = None, fill_value: float = 0.0, data_format: DataFormat = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed=seed, data_format=data_format, **kwargs)
         _check_resampling(self, fill_mode, interpolation)
         self.fill_mode, self.interpolation = fill_mode, interpolation
@@ -181,8 +194,9 @@ class RandomRotation(_AffineAugmentation):
     [-f, f]; a pair: [lower, upper]; positive is counter-clockwise), filling uncovered
     pixels by ``fill_mode``."""
 
-    def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", seed=None,
-                 fill_value=0.0, data_format=None, **kwargs):
+    def __init__(self, factor: float | Sequence[float], fill_mode: FillMode = "reflect",
+                 interpolation: Interpolation = "bilinear", seed: int | None = None,
+                 fill_value: float = 0.0, data_format: DataFormat = None, **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         self.factor = _factor_pair(self, "factor", factor)
 
@@ -204,9 +218,11 @@ class RandomZoom(_AffineAugmentation):
     out) and, when given, independently from ``width_factor`` (else the same zoom on both
     axes, keeping the aspect ratio)."""
 
-    def __init__(self, height_factor, width_factor=None, fill_mode="reflect",
-                 interpolation="bilinear", seed=None, fill_value=0.0, data_format=None,
-                 **kwargs):
+    def __init__(self, height_factor: float | Sequence[float],
+                 width_factor: float | Sequence[float] | None = None,
+                 fill_mode: FillMode = "reflect", interpolation: Interpolation = "bilinear",
+                 seed: int | None = None, fill_value: float = 0.0, data_format: DataFormat = None,
+                 **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         self.height_factor = _factor_pair(self, "height_factor", height_factor, bound=1.0)
         self.width_factor = None if width_factor is None else \

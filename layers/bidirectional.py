@@ -9,10 +9,17 @@ time order before merging, so step t of the output has seen the whole sequence::
     inputs = hiapi.Input((20, 8))
     x = layers.Bidirectional(layers.LSTM(16, return_sequences=True))(inputs)   # (None, 20, 32)
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
 from hiapi.graph import ops
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
 from hiapi.layers.wrappers import Wrapper, deserialize, serialize
+
+if TYPE_CHECKING:
+    from hiapi.layers.recurrent import GRU, LSTM, SimpleRNN
 
 MERGE_MODES = ("sum", "mul", "ave", "concat", None)
 
@@ -37,8 +44,10 @@ def reverse_time(x):
 
 
 class Bidirectional(Wrapper):
-    def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None,
-                 **kwargs):
+    def __init__(self, layer: SimpleRNN | LSTM | GRU,
+                 merge_mode: Literal["concat", "sum", "mul", "ave"] | None = "concat",
+                 weights: None = None, backward_layer: SimpleRNN | LSTM | GRU | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(layer, **kwargs)
         who = f"Bidirectional {self.name!r}"
         if not all(hasattr(layer, a) for a in ("go_backwards", "return_sequences",

@@ -1,6 +1,12 @@
 """``Conv2D`` and ``Conv1D`` with Keras's arguments, defaults and kernel layout
 (kh, kw, in_channels/groups, filters). ``channels_first`` inputs are transposed to
 channels-last around the NHWC op."""
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import (ActivationLike, ConstraintLike, DataFormat, InitializerLike,
+                         IntOrSequence, RegularizerLike)
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.conv_base import _ConvBase
@@ -9,11 +15,15 @@ from hiapi.layers.conv_base import _ConvBase
 class _Conv(_ConvBase):
     rank = 2
 
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
-                 dilation_rate=1, groups=1, activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs):
+    def __init__(self, filters: int, kernel_size: IntOrSequence, strides: IntOrSequence = 1,
+                 padding: str = "valid", data_format: DataFormat = None,
+                 dilation_rate: IntOrSequence = 1, groups: int = 1,
+                 activation: ActivationLike = None, use_bias: bool = True,
+                 kernel_initializer: InitializerLike = "glorot_uniform",
+                 bias_initializer: InitializerLike = "zeros",
+                 kernel_regularizer: RegularizerLike = None,
+                 bias_regularizer: RegularizerLike = None, kernel_constraint: ConstraintLike = None,
+                 bias_constraint: ConstraintLike = None, **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
                          use_bias, bias_initializer, bias_regularizer, bias_constraint, **kwargs)
         if not isinstance(filters, int) or filters <= 0:
@@ -63,7 +73,8 @@ class Conv1D(_Conv):
     https://arxiv.org/abs/1609.03499)."""
     rank = 1
 
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", **kwargs):
+    def __init__(self, filters: int, kernel_size: IntOrSequence, strides: IntOrSequence = 1,
+                 padding: str = "valid", **kwargs: Any) -> None:
         causal = str(padding).lower() == "causal"
         super().__init__(filters, kernel_size, strides, "valid" if causal else padding, **kwargs)
         if causal:

@@ -4,6 +4,12 @@ storing the spatial arguments, ``data_format``, activation and bias; finding the
 in ``build``; and running ``channels_first`` inputs through the channels-last (NHWC) ops.
 A subclass stores its own kernel arguments, makes its kernel in ``build`` and writes
 ``_apply(x)`` on a channels-last input."""
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import (ActivationLike, ConstraintLike, DataFormat, InitializerLike,
+                         IntOrSequence, RegularizerLike)
 from hiapi import activations, constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.graph.ops import conv_geometry as geo
@@ -15,8 +21,11 @@ from hiapi.layers.layer import Layer
 class _ConvBase(Layer):
     rank = 2
 
-    def __init__(self, kernel_size, strides, padding, data_format, dilation_rate, activation,
-                 use_bias, bias_initializer, bias_regularizer, bias_constraint, **kwargs):
+    def __init__(self, kernel_size: IntOrSequence, strides: IntOrSequence, padding: str,
+                 data_format: DataFormat, dilation_rate: IntOrSequence, activation: ActivationLike,
+                 use_bias: bool, bias_initializer: InitializerLike,
+                 bias_regularizer: RegularizerLike, bias_constraint: ConstraintLike,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         padding = str(padding).lower()
         geo.check_padding(self._who(), padding)

@@ -8,6 +8,12 @@ The 1-D layer runs the 2-D op on a height-1 image.
 Output sizes follow Keras (``keras.src.ops.operation_utils.deconv_output_length``); the
 placement of the 'same' padding matches Keras's JAX/TensorFlow backends.
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import (ActivationLike, ConstraintLike, DataFormat, InitializerLike,
+                         IntOrSequence, RegularizerLike)
 from hiapi.graph import ops
 from hiapi.graph.ops import conv_geometry as geo
 from hiapi.layers.conv import _Conv
@@ -26,11 +32,15 @@ def deconv_length(size, kernel, stride, dilation, padding, output_padding):
 class _ConvTranspose(_Conv):
     rank = 2
 
-    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
-                 output_padding=None, data_format=None, dilation_rate=(1, 1), activation=None,
-                 use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs):
+    def __init__(self, filters: int, kernel_size: IntOrSequence, strides: IntOrSequence = (1, 1),
+                 padding: str = "valid", output_padding: IntOrSequence | None = None,
+                 data_format: DataFormat = None, dilation_rate: IntOrSequence = (1, 1),
+                 activation: ActivationLike = None, use_bias: bool = True,
+                 kernel_initializer: InitializerLike = "glorot_uniform",
+                 bias_initializer: InitializerLike = "zeros",
+                 kernel_regularizer: RegularizerLike = None,
+                 bias_regularizer: RegularizerLike = None, kernel_constraint: ConstraintLike = None,
+                 bias_constraint: ConstraintLike = None, **kwargs: Any) -> None:
         super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate,
                          1, activation, use_bias, kernel_initializer, bias_initializer,
                          kernel_regularizer, bias_regularizer, kernel_constraint,
@@ -92,7 +102,9 @@ class Conv1DTranspose(_ConvTranspose):
     (batch, steps, channels), kernel (k, filters, channels)."""
     rank = 1
 
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None,
-                 data_format=None, dilation_rate=1, **kwargs):
+    def __init__(self, filters: int, kernel_size: IntOrSequence, strides: IntOrSequence = 1,
+                 padding: str = "valid", output_padding: IntOrSequence | None = None,
+                 data_format: DataFormat = None, dilation_rate: IntOrSequence = 1,
+                 **kwargs: Any) -> None:
         super().__init__(filters, kernel_size, strides, padding, output_padding, data_format,
                          dilation_rate, **kwargs)

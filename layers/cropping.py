@@ -1,5 +1,10 @@
 """``Cropping1D`` and ``Cropping2D``: drop rows/columns (or steps) at the edges, as views of
 the input (the ``slice`` op), whose gradient pads the cropped edges with zeros."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from hiapi.hints import DataFormat
 from hiapi.graph import ops
 from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
@@ -30,7 +35,7 @@ class Cropping1D(Layer):
     """``Cropping1D((1, 2))``: drop 1 step at the start and 2 at the end of
     (batch, steps, features); an int crops both ends alike."""
 
-    def __init__(self, cropping=(1, 1), **kwargs):
+    def __init__(self, cropping: int | Sequence[int] = (1, 1), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cropping = _pair(self, cropping, "cropping")
         self.input_spec = InputSpec(ndim=3)
@@ -46,7 +51,8 @@ class Cropping2D(Layer):
     """``Cropping2D(((top, bottom), (left, right)))``; ``(rows, cols)`` crops symmetrically;
     an int crops every edge alike."""
 
-    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
+    def __init__(self, cropping: int | Sequence[Any] = ((0, 0), (0, 0)),
+                 data_format: DataFormat = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(cropping, int):
             cropping = ((cropping, cropping), (cropping, cropping))

@@ -1,4 +1,9 @@
 """``Dense``: ``activation(inputs @ kernel + bias)`` over the last axis (Keras's layer)."""
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import ActivationLike, ConstraintLike, InitializerLike, RegularizerLike
 from hiapi import activations, constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.input_spec import InputSpec
@@ -12,10 +17,12 @@ class Dense(Layer):
     Inputs of rank > 2 are multiplied on their last axis.
     """
 
-    def __init__(self, units, activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs):
+    def __init__(self, units: int, activation: ActivationLike = None, use_bias: bool = True,
+                 kernel_initializer: InitializerLike = "glorot_uniform",
+                 bias_initializer: InitializerLike = "zeros",
+                 kernel_regularizer: RegularizerLike = None,
+                 bias_regularizer: RegularizerLike = None, kernel_constraint: ConstraintLike = None,
+                 bias_constraint: ConstraintLike = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"Dense {self.name!r}: units must be a positive integer, "

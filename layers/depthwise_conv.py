@@ -8,6 +8,12 @@ separable convolution follows it with a 1x1 "pointwise" convolution mixing the c
 (Chollet 2017, https://arxiv.org/abs/1610.02357), here one matmul over the channel axis. The
 1-D layers run the 2-D op on a height-1 image, as ``Conv1D`` does.
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import (ActivationLike, ConstraintLike, DataFormat, InitializerLike,
+                         IntOrSequence, RegularizerLike)
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.conv_base import _ConvBase
@@ -16,11 +22,15 @@ from hiapi.layers.conv_base import _ConvBase
 class _DepthwiseBase(_ConvBase):
     rank = 2
 
-    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
-                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
-                 depthwise_initializer="glorot_uniform", bias_initializer="zeros",
-                 depthwise_regularizer=None, bias_regularizer=None, depthwise_constraint=None,
-                 bias_constraint=None, **kwargs):
+    def __init__(self, kernel_size: IntOrSequence, strides: IntOrSequence = (1, 1),
+                 padding: str = "valid", depth_multiplier: int = 1, data_format: DataFormat = None,
+                 dilation_rate: IntOrSequence = (1, 1), activation: ActivationLike = None,
+                 use_bias: bool = True, depthwise_initializer: InitializerLike = "glorot_uniform",
+                 bias_initializer: InitializerLike = "zeros",
+                 depthwise_regularizer: RegularizerLike = None,
+                 bias_regularizer: RegularizerLike = None,
+                 depthwise_constraint: ConstraintLike = None,
+                 bias_constraint: ConstraintLike = None, **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
                          use_bias, bias_initializer, bias_regularizer, bias_constraint, **kwargs)
         if not isinstance(depth_multiplier, int) or depth_multiplier <= 0:
@@ -76,20 +86,28 @@ class DepthwiseConv1D(_DepthwiseBase):
     depth_multiplier)."""
     rank = 1
 
-    def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1,
-                 data_format=None, dilation_rate=1, **kwargs):
+    def __init__(self, kernel_size: IntOrSequence, strides: IntOrSequence = 1,
+                 padding: str = "valid", depth_multiplier: int = 1, data_format: DataFormat = None,
+                 dilation_rate: IntOrSequence = 1, **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, depth_multiplier, data_format,
                          dilation_rate, **kwargs)
 
 
 class _SeparableBase(_DepthwiseBase):
 
-    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
-                 dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
-                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
-                 bias_initializer="zeros", depthwise_regularizer=None,
-                 pointwise_regularizer=None, bias_regularizer=None, depthwise_constraint=None,
-                 pointwise_constraint=None, bias_constraint=None, **kwargs):
+    def __init__(self, filters: int, kernel_size: IntOrSequence, strides: IntOrSequence = (1, 1),
+                 padding: str = "valid", data_format: DataFormat = None,
+                 dilation_rate: IntOrSequence = (1, 1), depth_multiplier: int = 1,
+                 activation: ActivationLike = None, use_bias: bool = True,
+                 depthwise_initializer: InitializerLike = "glorot_uniform",
+                 pointwise_initializer: InitializerLike = "glorot_uniform",
+                 bias_initializer: InitializerLike = "zeros",
+                 depthwise_regularizer: RegularizerLike = None,
+                 pointwise_regularizer: RegularizerLike = None,
+                 bias_regularizer: RegularizerLike = None,
+                 depthwise_constraint: ConstraintLike = None,
+                 pointwise_constraint: ConstraintLike = None,
+                 bias_constraint: ConstraintLike = None, **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, depth_multiplier, data_format,
                          dilation_rate, activation, use_bias, depthwise_initializer,
                          bias_initializer, depthwise_regularizer, bias_regularizer,
@@ -138,7 +156,8 @@ class SeparableConv1D(_SeparableBase):
     filters), ``bias``."""
     rank = 1
 
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
-                 dilation_rate=1, **kwargs):
+    def __init__(self, filters: int, kernel_size: IntOrSequence, strides: IntOrSequence = 1,
+                 padding: str = "valid", data_format: DataFormat = None,
+                 dilation_rate: IntOrSequence = 1, **kwargs: Any) -> None:
         super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate,
                          **kwargs)

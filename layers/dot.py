@@ -4,6 +4,10 @@ For inputs of shapes (batch, n) and (batch, n) with ``axes=1`` the output is (ba
 (batch, m, k) and (batch, n, k) with ``axes=2`` it is (batch, m, n) (attention scores).
 ``normalize=True`` divides each vector by its L2 norm first, giving cosine similarities.
 """
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
 
@@ -12,7 +16,7 @@ class Dot(Layer):
     def compute_mask(self, inputs, previous_mask=None):
         return None          # as Keras: the product has no steps left to mask
 
-    def __init__(self, axes, normalize=False, **kwargs):
+    def __init__(self, axes: int | Sequence[int], normalize: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(axes, int):
             axes = (axes, axes)

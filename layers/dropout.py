@@ -5,12 +5,18 @@ The mask comes from the counter-based ``random_uniform`` op: seed (the layer's, 
 global seed unless given) and a step counter that the training graph increments, so masks are
 reproducible for a seed and differ at every step.
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import ShapeLike
 from hiapi.graph import ops
 from hiapi.layers.seeded import SeededLayer
 
 
 class Dropout(SeededLayer):
-    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+    def __init__(self, rate: float, noise_shape: ShapeLike | None = None, seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed=seed, **kwargs)
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"Dropout {self.name!r}: rate must be in [0, 1), got {rate!r}")

@@ -1,15 +1,22 @@
 """``Embedding``: integer ids to dense vectors, a row lookup whose gradient adds up the rows
 of repeated ids (``scatter_add``). An id outside ``[0, input_dim)`` is an error naming the layer
 on every backend (numpy indexing would read ``-1`` as the last row and train on it)."""
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import ConstraintLike, InitializerLike, RegularizerLike
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
 
 
 class Embedding(Layer):
-    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
-                 embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
-                 input_length=None, **kwargs):
+    def __init__(self, input_dim: int, output_dim: int,
+                 embeddings_initializer: InitializerLike = "uniform",
+                 embeddings_regularizer: RegularizerLike = None,
+                 embeddings_constraint: ConstraintLike = None, mask_zero: bool = False,
+                 input_length: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if input_dim <= 0 or output_dim <= 0:
             raise ValueError(f"Embedding {self.name!r}: input_dim and output_dim must be "

@@ -1,6 +1,10 @@
 """``Flatten``: keeps the batch axis, merges the rest (a view, no copy)."""
-import math
+from __future__ import annotations
 
+import math
+from typing import Any
+
+from hiapi.hints import DataFormat
 from hiapi.graph import ops
 from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
@@ -8,7 +12,7 @@ from hiapi.layers.layer import Layer
 
 
 class Flatten(Layer):
-    def __init__(self, data_format=None, **kwargs):
+    def __init__(self, data_format: DataFormat = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.data_format = check_data_format(self, data_format)
         self.input_spec = InputSpec(min_ndim=1)

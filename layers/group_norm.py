@@ -3,6 +3,10 @@ sample over groups of channels (and all other non-batch axes), independent of th
 so it works with the tiny per-device batches where batch norm's statistics are noise.
 ``groups=1`` is layer norm over all features; ``groups=-1`` (one channel per group) is instance
 norm. Weights ``gamma`` and ``beta`` have one entry per channel, as in Keras."""
+from __future__ import annotations
+
+from typing import Any
+
 from hiapi.graph import ops
 from hiapi.layers.normalization import _Normalization, moments
 
@@ -11,7 +15,8 @@ class GroupNormalization(_Normalization):
     """``GroupNormalization(groups=8)`` on (batch, ..., channels) inputs."""
     supports_masking = True
 
-    def __init__(self, groups=32, axis=-1, epsilon=1e-3, center=True, scale=True, **kwargs):
+    def __init__(self, groups: int = 32, axis: int = -1, epsilon: float = 1e-3, center: bool = True,
+                 scale: bool = True, **kwargs: Any) -> None:
         super().__init__(axis=axis, epsilon=epsilon, center=center, scale=scale, **kwargs)
         if not isinstance(axis, int):
             raise ValueError(f"GroupNormalization {self.name!r}: axis must be one int, got "

@@ -1,7 +1,13 @@
 """``Input`` and ``InputLayer``: where a functional model's graph starts."""
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
+from hiapi.hints import DTypeLike, ShapeLike
 from hiapi.graph import placeholder
+from hiapi.graph.var import Var
 from hiapi.layers import layer_io
 from hiapi.layers.layer import Layer
 
@@ -9,7 +15,8 @@ from hiapi.layers.layer import Layer
 class InputLayer(Layer):
     """Holds the placeholder a functional model is traced from; it has no weights."""
 
-    def __init__(self, shape=None, batch_size=None, dtype=None, name=None, **kwargs):
+    def __init__(self, shape: ShapeLike | None = None, batch_size: int | None = None,
+                 dtype: DTypeLike | None = None, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name=name, dtype=dtype, **kwargs)
         if shape is None:
             raise ValueError(f"InputLayer {self.name!r}: shape is required, e.g. shape=(28, 28)")
@@ -32,6 +39,7 @@ class InputLayer(Layer):
                 "batch_size": self.batch_shape[0]}
 
 
-def Input(shape=None, batch_size=None, dtype=None, name=None):
+def Input(shape: ShapeLike | None = None, batch_size: int | None = None,
+          dtype: DTypeLike | None = None, name: str | None = None) -> Var:
     """A symbolic input: ``x = hiapi.Input(shape=(28, 28))`` (shape without the batch axis)."""
     return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name).output

@@ -10,20 +10,27 @@ stored as Python bytecode (as Keras does); loading it runs code from the file, s
 bytecode only loads on the Python version that wrote it. Prefer a subclassed Layer for anything
 you need to keep.
 """
+from __future__ import annotations
+
 import base64
 import importlib
 import inspect
 import marshal
 import sys
 import types
+from typing import Any, Callable
 
 import numpy as np
 
+from hiapi.hints import ShapeLike, Tensor
 from hiapi.layers.layer import Layer
 
 
 class Lambda(Layer):
-    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+    def __init__(self, function: Callable[..., Any],
+                 output_shape: ShapeLike | Callable[..., Any] | None = None,
+                 mask: Callable[..., Any] | Tensor | None = None,
+                 arguments: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not callable(function):
             raise TypeError(f"Lambda {self.name!r}: function must be callable, got "

@@ -9,11 +9,17 @@ cached compiled Function and returns a numpy array::
     dense = hiapi.layers.Dense(4)
     y = dense(np.ones((2, 3)))     # builds (3 -> 4), runs, returns a (2, 4) array
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence, TypeVar
+
 import numpy as np
 
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.var import Var
+from hiapi.hints import (ArrayLike, ConstraintLike, DTypeLike, InitializerLike, RegularizerLike,
+                         Shape, ShapeLike)
 from hiapi.settings import floatx
 from hiapi.layers import call_signature, layer_io, masks, tracing
 from hiapi.layers.layer_io import LayerIO
@@ -21,10 +27,17 @@ from hiapi.ops.core import layer_call
 from hiapi.layers.layer_errors import naming_layer
 from hiapi.utils.naming import snake_case, unique_name
 
+if TYPE_CHECKING:
+    from hiapi.layers.input_spec import InputSpec
+
+_L = TypeVar("_L", bound="Layer")
+
 
 class Layer(LayerIO):
-    def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, input_dim=None,
-                 activity_regularizer=None, **kwargs):
+    def __init__(self, trainable: bool = True, name: str | None = None,
+                 dtype: DTypeLike | None = None, input_shape: ShapeLike | None = None,
+                 input_dim: int | None = None,
+                 activity_regularizer: RegularizerLike = None, **kwargs: Any) -> None:
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}")
@@ -32,13 +45,13 @@ class Layer(LayerIO):
         self.trainable = trainable
         self.dtype = np.dtype(dtype or floatx()).name
         self.built = False
-        self.input_spec = None
-        self._weights = []
-        self._state = []
-        self._regularized = []
+        self.input_spec: InputSpec | None = None
+        self._weights: list[Variable] = []
+        self._state: list[Variable] = []
+        self._regularized: list[tuple[Variable, Any]] = []
         self.activity_regularizer = regularizers.get(activity_regularizer)
-        self._sublayers = []
-        self._eager_functions = {}
+        self._sublayers: list[Layer] = []
+        self._eager_functions: dict[Any, Any] = {}
         if input_dim is not None and input_shape is None:
             input_shape = (input_dim,)
         self._build_input_shape = None if input_shape is None else (None,) + tuple(input_shape)
@@ -51,8 +64,10 @@ class Layer(LayerIO):
         super().__setattr__(name, value)
 
     # ---- weights -----------------------------------------------------------------------------
-    def add_weight(self, shape=(), initializer="glorot_uniform", name=None, trainable=True,
-                   dtype=None, regularizer=None, constraint=None):
+    def add_weight(self, shape: Sequence[int] = (), initializer: InitializerLike = "glorot_uniform",
+                   name: str | None = None, trainable: bool = True, dtype: DTypeLike | None = None,
+                   regularizer: RegularizerLike = None,
+                   constraint: ConstraintLike = None) -> Variable:
         """Create a Variable owned by this layer, initialised now, named ``layer/name``.
         A ``regularizer`` adds its penalty to the training loss; a ``constraint`` is applied
         to the weight after every optimizer update."""
@@ -67,7 +82,8 @@ class Layer(LayerIO):
         self._weights.append(variable)
         return variable
 
-    def add_state(self, shape, initializer, name, dtype):
+    def add_state(self, shape: Sequence[int], initializer: InitializerLike, name: str,
+                  dtype: DTypeLike | None) -> Variable:
         """A Variable that is state but not a weight (e.g. a random-number counter): not in
         ``weights`` or the parameter count, as in Keras, but saved with the model."""
         dtype = np.dtype(dtype)
@@ -77,39 +93,39 @@ class Layer(LayerIO):
         return variable
 
     @property
-    def state_variables(self):
+    def state_variables(self) -> list[Variable]:
         return _unique(self._state + [v for layer in self._sublayers
                                       for v in layer.state_variables])
 
-    def add_update(self, variable, value):
+    def add_update(self, variable: Variable, value: Var) -> None:
         """Assign ``value`` to ``variable`` after each step of the graph being traced (used in
         training for batch-norm statistics and random-number counters)."""
         tracing.add_update(variable, value)
 
-    def add_loss(self, value):
+    def add_loss(self, value: Var) -> None:
         """Add a scalar Var to the loss of the step being traced."""
         tracing.add_loss(value)
 
     @property
-    def weights(self):
+    def weights(self) -> list[Variable]:
         return _unique(self._weights + [w for layer in self._sublayers for w in layer.weights])
 
     @property
-    def trainable_weights(self):
+    def trainable_weights(self) -> list[Variable]:
         if not self.trainable:
             return []
         own = [v for v in self._weights if v.trainable]
         return _unique(own + [w for layer in self._sublayers for w in layer.trainable_weights])
 
     @property
-    def non_trainable_weights(self):
+    def non_trainable_weights(self) -> list[Variable]:
         trainable = {id(v) for v in self.trainable_weights}
         return [v for v in self.weights if id(v) not in trainable]
 
-    def get_weights(self):
+    def get_weights(self) -> list[np.ndarray]:
         return [v.numpy() for v in self.weights]
 
-    def set_weights(self, weights):
+    def set_weights(self, weights: Sequence[ArrayLike]) -> None:
         self._require_built("set_weights")
         mine = self.weights
         if len(weights) != len(mine):
@@ -123,7 +139,7 @@ class Layer(LayerIO):
         for variable, value in zip(mine, weights):
             variable.assign(value)
 
-    def count_params(self):
+    def count_params(self) -> int:
         self._require_built("count_params")
         return int(sum(np.prod(v.shape) for v in self.weights))
 
@@ -134,10 +150,10 @@ class Layer(LayerIO):
                              f"build(input_shape)")
 
     # ---- building and calling ----------------------------------------------------------------
-    def build(self, input_shape):
+    def build(self, input_shape: Shape) -> None:
         self.built = True
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         raise NotImplementedError(f"{type(self).__name__}.call")
 
     # ---- masking (layers/masks.py) -----------------------------------------------------------
@@ -154,11 +170,12 @@ class Layer(LayerIO):
     def supports_masking(self, value):
         self.__dict__["_supports_masking"] = bool(value)
 
-    def compute_mask(self, inputs, previous_mask=None):
+    def compute_mask(self, inputs: Any, previous_mask: Any = None) -> Any:
         """The mask of the output; by default the input's (used when ``supports_masking``)."""
         return previous_mask
 
-    def __call__(self, *args, training=None, mask=None, **kwargs):
+    def __call__(self, *args: Any, training: bool | None = None, mask: Any = None,
+                 **kwargs: Any) -> Any:
         if "inputs" in kwargs:
             args = (kwargs.pop("inputs"),) + args
         if kwargs:
@@ -232,20 +249,20 @@ class Layer(LayerIO):
         results = iter(function(*arrays, *([] if mask is None else [mask])))
         return _map(lambda _: next(results), outputs)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Shape) -> Any:
         """Output shape for ``input_shape``, found by tracing the layer on a placeholder."""
         with layer_io.not_a_node():
             out = self._call_symbolic(placeholder(tuple(input_shape), self.dtype), False)
         return _map(lambda v: v.shape, out)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         return config
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls: type[_L], config: dict[str, Any]) -> _L:
         return cls(**config)
 
     def __repr__(self):

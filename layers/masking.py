@@ -6,12 +6,16 @@ them; see ``hiapi.layers.masks`` for how masks travel::
 
     model = hiapi.Sequential([hiapi.Input((20, 8)), layers.Masking(0.0), layers.LSTM(16)])
 """
+from __future__ import annotations
+
+from typing import Any
+
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
 
 
 class Masking(Layer):
-    def __init__(self, mask_value=0.0, **kwargs):
+    def __init__(self, mask_value: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mask_value = mask_value
         self.supports_masking = True

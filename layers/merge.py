@@ -1,5 +1,8 @@
 """Merge layers: combine a list of inputs of the same shape (Concatenate: same but one axis)."""
+from __future__ import annotations
+
 from functools import reduce
+from typing import Any
 
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
@@ -66,7 +69,7 @@ class Subtract(_Merge):
 
 
 class Concatenate(_Merge):
-    def __init__(self, axis=-1, **kwargs):
+    def __init__(self, axis: int = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.axis = axis
 

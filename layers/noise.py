@@ -6,7 +6,10 @@ streams): seeded by the layer's seed (drawn from the global seed unless given) a
 counter the training graph increments, so it is reproducible under
 ``hiapi.utils.set_random_seed`` and fresh at every step, on every backend.
 """
+from __future__ import annotations
+
 import math
+from typing import Any
 
 from hiapi.graph import ops
 from hiapi.layers.seeded import SeededLayer
@@ -33,7 +36,7 @@ class GaussianNoise(_NoiseLayer):
     """Adds zero-mean normal noise of standard deviation ``stddev`` in training (a
     regulariser, and a way to augment real-valued inputs)."""
 
-    def __init__(self, stddev, seed=None, **kwargs):
+    def __init__(self, stddev: float, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(seed=seed, **kwargs)
         self.stddev = self._check_unit("stddev", stddev)
 
@@ -51,7 +54,7 @@ class GaussianDropout(_NoiseLayer):
     in training: dropout's multiplicative noise with the same variance, without zeros
     (Srivastava et al. 2014, section 10)."""
 
-    def __init__(self, rate, seed=None, **kwargs):
+    def __init__(self, rate: float, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(seed=seed, **kwargs)
         self.rate = self._check_unit("rate", rate, upper_open=True)
 

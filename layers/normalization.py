@@ -1,4 +1,9 @@
 """``BatchNormalization`` and ``LayerNormalization`` with Keras's arguments and defaults."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from hiapi.hints import ConstraintLike, InitializerLike, RegularizerLike
 from hiapi import constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
@@ -21,9 +26,12 @@ def masked_moments(x, mask, axes, epsilon=1e-7):
 
 
 class _Normalization(Layer):
-    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
-                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
-                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+    def __init__(self, axis: int | Sequence[int] = -1, epsilon: float = 1e-3, center: bool = True,
+                 scale: bool = True, beta_initializer: InitializerLike = "zeros",
+                 gamma_initializer: InitializerLike = "ones",
+                 beta_regularizer: RegularizerLike = None,
+                 gamma_regularizer: RegularizerLike = None, beta_constraint: ConstraintLike = None,
+                 gamma_constraint: ConstraintLike = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.axis = axis
         self.epsilon, self.center, self.scale = epsilon, center, scale
@@ -88,8 +96,10 @@ class BatchNormalization(_Normalization):
     """
     supports_masking = True
 
-    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
-                 moving_mean_initializer="zeros", moving_variance_initializer="ones", **kwargs):
+    def __init__(self, axis: int | Sequence[int] = -1, momentum: float = 0.99,
+                 epsilon: float = 1e-3, center: bool = True, scale: bool = True,
+                 moving_mean_initializer: InitializerLike = "zeros",
+                 moving_variance_initializer: InitializerLike = "ones", **kwargs: Any) -> None:
         super().__init__(axis=axis, epsilon=epsilon, center=center, scale=scale, **kwargs)
         self.momentum = momentum
         self.moving_mean_initializer = moving_mean_initializer

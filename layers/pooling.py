@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from hiapi.hints import DataFormat, IntOrSequence
 from hiapi.graph import ops
 from hiapi.graph.ops import conv_geometry as geo
 from hiapi.layers.input_spec import InputSpec
@@ -20,7 +21,8 @@ class _Pool2D(Layer):
     pool: Callable[..., Any] | None = None       # the ops function a subclass pools with
     rank = 2
 
-    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
+    def __init__(self, pool_size: IntOrSequence = 2, strides: IntOrSequence | None = None,
+                 padding: str = "valid", data_format: DataFormat = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         padding = str(padding).lower()
         geo.check_padding(type(self).__name__, padding)
@@ -71,7 +73,8 @@ class _GlobalPool(Layer):
     rank = 2
     reduce: Callable[..., Any] | None = None
 
-    def __init__(self, data_format=None, keepdims=False, **kwargs):
+    def __init__(self, data_format: DataFormat = None, keepdims: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.data_format = _check_format(self, data_format)
         self.keepdims = keepdims

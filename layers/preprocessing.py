@@ -4,10 +4,14 @@ arguments, weights and ``adapt``.
 They sit at the front of a model so that the model carries its own preprocessing: a saved model
 fed raw pixels or raw features gives the same predictions as the one that was trained.
 """
+from __future__ import annotations
+
 import math
+from typing import Any, Sequence
 
 import numpy as np
 
+from hiapi.hints import ArrayLike
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
 
@@ -21,7 +25,7 @@ class Rescaling(Layer):
     input (one value per channel)."""
     supports_masking = True
 
-    def __init__(self, scale, offset=0.0, **kwargs):
+    def __init__(self, scale: ArrayLike, offset: ArrayLike = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         for name, value in (("scale", scale), ("offset", offset)):
             array = np.asarray(value)
@@ -58,7 +62,8 @@ class Normalization(Layer):
     """
     supports_masking = True
 
-    def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):
+    def __init__(self, axis: int | Sequence[int] | None = -1, mean: ArrayLike | None = None,
+                 variance: ArrayLike | None = None, invert: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if axis is None:
             axis = ()
@@ -66,7 +71,7 @@ class Normalization(Layer):
         if (mean is None) != (variance is None):
             raise ValueError(f"Normalization {self.name!r}: set both mean and variance, or "
                              f"neither (to adapt); got mean={mean!r}, variance={variance!r}")
-        if mean is not None:
+        if mean is not None and variance is not None:     # both or neither, checked above
             if np.shape(mean) != np.shape(variance):
                 raise ValueError(f"Normalization {self.name!r}: mean and variance must have "
                                  f"the same shape, got {np.shape(mean)} and "

@@ -16,8 +16,13 @@ they were and repeats the previous step's output (zeros before the first real st
 always with ``zero_output_for_mask=True``, which ``Bidirectional`` sets), as Keras 3 does: the last output is the output of the last real step, so a padded batch gives each
 sequence's own result.
 """
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
+from hiapi.hints import ActivationLike, ConstraintLike, InitializerLike, RegularizerLike
 from hiapi import activations, constraints, initializers, regularizers
 from hiapi.graph import ops
 from hiapi.layers.input_spec import InputSpec
@@ -27,12 +32,17 @@ from hiapi.layers.layer import Layer
 class _RNN(Layer):
     gates = 1
 
-    def __init__(self, units, activation="tanh", use_bias=True,
-                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
-                 bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
-                 bias_constraint=None, return_sequences=False, return_state=False,
-                 go_backwards=False, zero_output_for_mask=False, **kwargs):
+    def __init__(self, units: int, activation: ActivationLike = "tanh", use_bias: bool = True,
+                 kernel_initializer: InitializerLike = "glorot_uniform",
+                 recurrent_initializer: InitializerLike = "orthogonal",
+                 bias_initializer: InitializerLike = "zeros",
+                 kernel_regularizer: RegularizerLike = None,
+                 recurrent_regularizer: RegularizerLike = None,
+                 bias_regularizer: RegularizerLike = None, kernel_constraint: ConstraintLike = None,
+                 recurrent_constraint: ConstraintLike = None,
+                 bias_constraint: ConstraintLike = None, return_sequences: bool = False,
+                 return_state: bool = False, go_backwards: bool = False,
+                 zero_output_for_mask: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"{type(self).__name__} {self.name!r}: units must be a positive "
@@ -148,7 +158,8 @@ class LSTM(_RNN):
     gates = 4
     state_count = 2
 
-    def __init__(self, units, recurrent_activation="sigmoid", unit_forget_bias=True, **kwargs):
+    def __init__(self, units: int, recurrent_activation: ActivationLike = "sigmoid",
+                 unit_forget_bias: bool = True, **kwargs: Any) -> None:
         super().__init__(units, **kwargs)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.unit_forget_bias = unit_forget_bias
@@ -184,7 +195,8 @@ class GRU(_RNN):
     ``hh = tanh(x W_h + b_h + r * (h U_h + b'_h))``, ``h = z * h_prev + (1 - z) * hh``."""
     gates = 3
 
-    def __init__(self, units, recurrent_activation="sigmoid", reset_after=True, **kwargs):
+    def __init__(self, units: int, recurrent_activation: ActivationLike = "sigmoid",
+                 reset_after: bool = True, **kwargs: Any) -> None:
         if not reset_after:
             raise NotImplementedError("GRU: only reset_after=True (Keras 3's default) is "
                                       "supported")

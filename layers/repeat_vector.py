@@ -1,4 +1,8 @@
 """``RepeatVector``: (batch, features) -> (batch, n, features)."""
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from hiapi.graph import ops
@@ -10,7 +14,7 @@ class RepeatVector(Layer):
     """``RepeatVector(n)``: (batch, features) -> (batch, n, features), the input repeated n
     times (e.g. to feed an encoder's summary to every step of a decoder RNN)."""
 
-    def __init__(self, n, **kwargs):
+    def __init__(self, n: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(n, (int, np.integer)) or n <= 0:
             raise ValueError(f"RepeatVector {self.name!r}: n must be a positive integer, "

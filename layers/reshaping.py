@@ -1,8 +1,12 @@
 """Layers that rearrange values: Reshape, Permute, ZeroPadding2D, UpSampling2D."""
+from __future__ import annotations
+
 import math
+from typing import Any, Sequence
 
 import numpy as np
 
+from hiapi.hints import DataFormat, IntOrSequence
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
 
@@ -10,7 +14,7 @@ from hiapi.layers.layer import Layer
 class Reshape(Layer):
     """``Reshape((7, 7, 16))``: a new shape for each sample (one entry may be -1)."""
 
-    def __init__(self, target_shape, **kwargs):
+    def __init__(self, target_shape: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.target_shape = tuple(int(d) for d in target_shape)
         if any(d < 1 and d != -1 for d in self.target_shape) or self.target_shape.count(-1) > 1:
@@ -36,7 +40,7 @@ class Reshape(Layer):
 class Permute(Layer):
     """``Permute((2, 1))`` swaps the two non-batch axes (1-based, as in Keras)."""
 
-    def __init__(self, dims, **kwargs):
+    def __init__(self, dims: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.dims = tuple(dims)
         if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
@@ -61,7 +65,8 @@ class ZeroPadding2D(Layer):
     """Zeros around images: ``padding`` is an int, (rows, cols) or ((top, bottom),
     (left, right))."""
 
-    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+    def __init__(self, padding: int | Sequence[Any] = (1, 1),
+                 data_format: DataFormat = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(padding, int):
             padding = ((padding, padding), (padding, padding))
@@ -83,7 +88,8 @@ class ZeroPadding2D(Layer):
 class UpSampling2D(Layer):
     """Repeat rows and columns ``size`` times (nearest-neighbour upsampling)."""
 
-    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
+    def __init__(self, size: IntOrSequence = (2, 2), data_format: DataFormat = None,
+                 interpolation: str = "nearest", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if interpolation != "nearest":
             raise NotImplementedError(f"UpSampling2D {self.name!r}: only interpolation="

@@ -3,12 +3,16 @@ noise layers, the image augmentations). Their random numbers come from counter-b
 the layer's seed (drawn from the global seed unless given) and a counter the training graph
 increments, so they are reproducible under ``hiapi.utils.set_random_seed`` and fresh at every
 step."""
+from __future__ import annotations
+
+from typing import Any
+
 from hiapi import random as _random
 from hiapi.layers.layer import Layer
 
 
 class SeededLayer(Layer):
-    def __init__(self, seed=None, **kwargs):
+    def __init__(self, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.seed = int(_random.generator().integers(2**62)) if seed is None else int(seed)
 

@@ -3,6 +3,11 @@ https://arxiv.org/abs/1411.4280). Neighbouring pixels of a convolutional feature
 strongly correlated, so dropping single values barely regularises; dropping a channel for the
 whole sample does. Training only; the identity at inference; the mask comes from ``Dropout``'s
 seeded counter-based random numbers."""
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import DataFormat
 from hiapi.layers.data_format import check_data_format
 from hiapi.layers.dropout import Dropout
 from hiapi.layers.input_spec import InputSpec
@@ -11,7 +16,8 @@ from hiapi.layers.input_spec import InputSpec
 class _SpatialDropout(Dropout):
     rank = 1
 
-    def __init__(self, rate, seed=None, data_format=None, **kwargs):
+    def __init__(self, rate: float, seed: int | None = None, data_format: DataFormat = None,
+                 **kwargs: Any) -> None:
         super().__init__(rate, seed=seed, **kwargs)
         self.data_format = check_data_format(self, data_format)
         self.input_spec = InputSpec(ndim=self.rank + 2)
@@ -33,7 +39,7 @@ class SpatialDropout1D(_SpatialDropout):
     """Drops whole channels of (batch, steps, channels) inputs."""
     rank = 1
 
-    def __init__(self, rate, seed=None, **kwargs):
+    def __init__(self, rate: float, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(rate, seed=seed, **kwargs)
 
     def get_config(self):

@@ -7,6 +7,10 @@ config as ``{"class_name", "config"}``, the way Keras serializes a nested layer,
     frames = hiapi.Input((8, 28, 28, 1))
     features = layers.TimeDistributed(layers.Conv2D(16, 3))(frames)   # (None, 8, 26, 26, 16)
 """
+from __future__ import annotations
+
+from typing import Any
+
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer, _flatten
 from hiapi.layers.call_signature import call_accepts
@@ -25,7 +29,7 @@ def deserialize(config):
 class Wrapper(Layer):
     """Base of layers that add behaviour around ``layer`` (Keras's ``keras.layers.Wrapper``)."""
 
-    def __init__(self, layer, **kwargs):
+    def __init__(self, layer: Layer, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(layer, Layer):
             raise ValueError(f"{type(self).__name__} {self.name!r}: layer must be a Layer "
@@ -51,7 +55,7 @@ class TimeDistributed(Wrapper):
     mask is then the wrapped layer's, or (batch, steps): a sentence is real if a word is
     (Keras 2's rule; Keras 3 would keep the word mask on the sentence outputs)."""
 
-    def __init__(self, layer, **kwargs):
+    def __init__(self, layer: Layer, **kwargs: Any) -> None:
         super().__init__(layer, **kwargs)
         self.supports_masking = True
         self._inner_mask = None
