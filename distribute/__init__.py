@@ -2,6 +2,10 @@
 from hiapi.distribute import compression
 from hiapi.distribute.communicator import (Communicator, LocalCommunicator, MPICommunicator,
                                            world)
+from hiapi.distribute.easgd import EASGDStrategy
+from hiapi.distribute.local_sgd import LocalSGDStrategy
+from hiapi.distribute.parameter_server import ParameterServerStrategy
+from hiapi.distribute.pipeline import PipelineStrategy
 from hiapi.distribute.ring import ring_allreduce
 from hiapi.distribute.scope import current_strategy
 from hiapi.distribute.strategy import MPIStrategy, Strategy

@@ -102,6 +102,16 @@ class Strategy:
     def is_chief(self):
         return self.rank == 0
 
+    serves = False              # every rank trains (ParameterServerStrategy's servers do not)
+
+    @property
+    def evaluation_plan(self):
+        """Evaluation is sharded like training and its totals summed over workers."""
+        return self
+
+    def end(self, model):
+        """After the last step of ``fit``: every rank already holds the same weights."""
+
     def scope(self):
         """``with strategy.scope():`` around ``compile`` makes the model train with it."""
         return strategy_scope(self)

@@ -6,6 +6,13 @@ from hiapi.models import data
 
 class Local:
     rank, size, is_chief = 0, 1, True
+    serves = False          # a parameter server's fit serves instead of training
+
+    @property
+    def evaluation_plan(self):
+        """The plan evaluate and validation use (a parameter-server job evaluates
+        locally on every rank)."""
+        return self
 
     def batches(self, n, batch_size, shuffle, rng):
         """This process's batches of one epoch: (indices, local size, global size)."""
@@ -42,6 +49,13 @@ class Local:
 
     def on_epoch_begin(self, epoch):
         pass
+
+    def end(self, model):
+        """After the last training step of ``fit``."""
+
+    def serve(self, model):
+        """A server rank's ``fit`` (only where ``serves``)."""
+        raise NotImplementedError
 
     def guard(self, fn, *args, **kwargs):
         return fn(*args, **kwargs)

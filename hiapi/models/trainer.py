@@ -167,6 +167,8 @@ class Trainer:
                 self.compiled_targets(function.outputs) if self.compiled else None
             else:
                 builder = steps.train_function if kind == "train" else steps.test_function
+                if kind == "train":      # a pipeline strategy builds its stage's step itself
+                    builder = getattr(self.distribution, "train_function", builder)
                 function = builder(self, xs, ys, weighted=bool(weights))
             self._step_functions[key] = function
         return function
@@ -194,6 +196,8 @@ class Trainer:
             validation_split, validation_data, validation_steps, validation_batch_size)
         train = self._step("train", *train_data.first)
         plan.begin(self)                        # same weights and batch order on every worker
+        if plan.serves:                         # a parameter server: serve the workers
+            return plan.serve(self)
         verbose = (1 if verbose == "auto" else int(verbose)) if plan.is_chief else 0
         if verbose == 2:                        # what sets CPU speed, once (hiapi.threads)
             print(threads.banner(), flush=True)
@@ -249,6 +253,7 @@ class Trainer:
             if self.stop_training or ran_out:
                 break
         plan.consolidate(self)                  # sharded optimizer state onto rank 0, to save
+        plan.end(self)                          # a parameter-server worker: final weights
         hooks.on_train_end(logs)
         return self.history
 
@@ -259,7 +264,7 @@ class Trainer:
         ``metrics_names`` order (a dict with ``return_dict=True``)."""
         self._require_compiled("evaluate")
         source = get_adapter(self, x, y, sample_weight, batch_size=data.check_batch_size(
-            batch_size), plan=self.distribution, steps=steps, what="evaluate")
+            batch_size), plan=self.distribution.evaluation_plan, steps=steps, what="evaluate")
         logs = self._run_test(source, CallbackList(callbacks or [], self, {
             "steps": source.steps, "verbose": verbose}))
         if verbose and self.distribution.is_chief:     # "auto" prints, as in Keras
@@ -285,7 +290,7 @@ class Trainer:
                              f"left to evaluate (a generator is consumed, not restarted; give "
                              f"the number of batches per evaluation, steps= or "
                              f"validation_steps=, and yield that many for every evaluation)")
-        self.distribution.reduce_totals(compiled)
+        self.distribution.evaluation_plan.reduce_totals(compiled)
         logs = compiled.logs()
         hooks.on_test_end(logs)
         return logs
@@ -334,7 +339,7 @@ class Trainer:
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
         arrays = self._prepare(x, y, sample_weight)
-        source = ArrayAdapter(arrays, len(arrays[0][0]), self.distribution,
+        source = ArrayAdapter(arrays, len(arrays[0][0]), self.distribution.evaluation_plan,
                               what="test_on_batch")
         logs = self._run_test(source, CallbackList([], self, {}))
         return logs if return_dict else _as_result(logs)

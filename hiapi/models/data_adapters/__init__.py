@@ -53,15 +53,16 @@ def fit_adapters(model, x, y, sample_weight, class_weight, batch_size, plan, ste
         arrays = model._prepare(x, y, sample_weight, class_weight, check_finite=True)
         train, held_out = data.split_validation(arrays, validation_split)
         return (ArrayAdapter(train, batch_size, plan, steps_per_epoch, "fit"),
-                ArrayAdapter(held_out, validation_batch, plan, validation_steps,
-                             "fit validation_split"))
+                ArrayAdapter(held_out, validation_batch, plan.evaluation_plan,
+                             validation_steps, "fit validation_split"))
     train = get_adapter(model, x, y, sample_weight, class_weight, batch_size=batch_size,
                         plan=plan, steps=steps_per_epoch, what="fit", check_finite=True)
     if validation_data is None:
         return train, None
     val_x, val_y, val_weight = unpack_validation_data(validation_data)
     return train, get_adapter(model, val_x, val_y, val_weight, batch_size=validation_batch,
-                              plan=plan, steps=validation_steps, what="fit validation_data",
+                              plan=plan.evaluation_plan, steps=validation_steps,
+                              what="fit validation_data",
                               source="validation_data")
 
 
