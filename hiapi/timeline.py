@@ -27,30 +27,15 @@ class Recorder:
     def __init__(self, rank=0, origin=None):
         self.rank = rank
         self.origin = time.perf_counter() if origin is None else origin
-        self.events = []
-        self._threads = {threading.get_ident(): 0}
-        self._lock = threading.Lock()
-
-    def _tid(self):
-        ident = threading.get_ident()
-        tid = self._threads.get(ident)
-        if tid is None:
-            with self._lock:
-                tid = self._threads.setdefault(ident, len(self._threads))
-        return tid
-
-    def _us(self, seconds):
-        return round((seconds - self.origin) * 1e6, 3)
+        self.spans = []            # (name, cat, start, end, thread ident, args): cheap to add
+        self.marks = []            # (phase, name, id, cat, time, thread ident, args)
+        self._main = threading.get_ident()
 
     def complete(self, name, start, end, cat="op", args=None):
-        """A span from ``start`` to ``end`` (perf_counter seconds) on the calling thread."""
-        ts = self._us(start)
-        event = {"name": name, "cat": cat, "ph": "X", "ts": ts,
-                 "dur": max(round(self._us(end) - ts, 3), 0.0), "pid": self.rank,
-                 "tid": self._tid()}
-        if args:
-            event["args"] = args
-        self.events.append(event)              # list.append is atomic under the GIL
+        """A span from ``start`` to ``end`` (perf_counter seconds) on the calling thread.
+        A tuple is appended (atomic under the GIL); ``trace_events`` builds the JSON later,
+        so the executor pays about a microsecond per op."""
+        self.spans.append((name, cat, start, end, threading.get_ident(), args))
 
     @contextlib.contextmanager
     def span(self, name, cat="op", args=None):
@@ -63,25 +48,36 @@ class Recorder:
     def async_event(self, phase, name, ident, cat="exchange", args=None):
         """Begin (``"b"``) or end (``"e"``) of an asynchronous span, such as a bucket's
         exchange that runs between its start and wait ops."""
-        event = {"name": name, "cat": cat, "ph": phase, "id": ident,
-                 "ts": self._us(time.perf_counter()), "pid": self.rank, "tid": self._tid()}
-        if args:
-            event["args"] = args
-        self.events.append(event)
+        self.marks.append((phase, name, ident, cat, time.perf_counter(),
+                           threading.get_ident(), args))
 
     def trace_events(self):
-        """This process's events with the metadata that names the process and threads."""
-        names = {ident: thread.name for thread in threading.enumerate()
-                 for ident in [thread.ident]}
+        """This process's events as Chrome trace-event dicts (µs since ``origin``), with the
+        metadata that names the process and its threads (tid 0: the recording thread)."""
+        idents = [self._main] + [t for t in dict.fromkeys(
+            [s[4] for s in self.spans] + [m[5] for m in self.marks]) if t != self._main]
+        tids = {ident: tid for tid, ident in enumerate(idents)}
+        us = lambda seconds: round((seconds - self.origin) * 1e6, 3)
+        events = []
+        for name, cat, start, end, ident, args in self.spans:
+            ts = us(start)
+            events.append({"name": name, "cat": cat, "ph": "X", "ts": ts,
+                           "dur": max(round(us(end) - ts, 3), 0.0), "pid": self.rank,
+                           "tid": tids[ident], **({"args": args} if args else {})})
+        for phase, name, ident, cat, when, thread, args in self.marks:
+            events.append({"name": name, "cat": cat, "ph": phase, "id": ident, "ts": us(when),
+                           "pid": self.rank, "tid": tids[thread],
+                           **({"args": args} if args else {})})
+        names = {thread.ident: thread.name for thread in threading.enumerate()}
         meta = [{"name": "process_name", "ph": "M", "pid": self.rank, "tid": 0,
                  "args": {"name": f"rank {self.rank}"}},
                 {"name": "process_sort_index", "ph": "M", "pid": self.rank, "tid": 0,
                  "args": {"sort_index": self.rank}}]
-        for ident, tid in sorted(self._threads.items(), key=lambda item: item[1]):
+        for ident, tid in tids.items():
             label = "main" if tid == 0 else names.get(ident, f"thread {tid}")
             meta.append({"name": "thread_name", "ph": "M", "pid": self.rank, "tid": tid,
                          "args": {"name": label}})
-        return meta + list(self.events)
+        return meta + events
 
 
 def span(name, cat="op", **args):
