@@ -60,8 +60,8 @@ InputData: TypeAlias = Union[ArrayLike, Mapping[str, ArrayLike], Iterator[Any], 
 Verbose: TypeAlias = Union[Literal["auto"], int]
 #: a float, or a ``LearningRateSchedule`` of the iteration count
 LearningRate: TypeAlias = Union[float, "LearningRateSchedule"]
-#: an ``Optimizer``, its name (``"adam"``) or its config dict
-OptimizerLike: TypeAlias = Union[str, "Optimizer", Mapping[str, Any]]
+#: an ``Optimizer``, or its name (``"adam"``, default arguments)
+OptimizerLike: TypeAlias = Union[str, "Optimizer"]
 #: a loss name, ``Loss`` object or function(y_true, y_pred); or one per output
 LossLike: TypeAlias = Union[str, Callable[..., Any], Sequence[Any], Mapping[str, Any], None]
 #: metric names, ``Metric`` objects or functions; or one list per output

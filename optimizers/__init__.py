@@ -1,4 +1,8 @@
 """Optimizers with Keras's names and defaults; their updates are ops in the train graph."""
+from __future__ import annotations
+
+from typing import Any
+
 from hiapi.optimizers import schedules
 from hiapi.optimizers.optimizer import Optimizer
 from hiapi.optimizers.sgd import SGD
@@ -14,7 +18,7 @@ _BY_NAME = {"sgd": SGD, "lars": LARS, "adam": Adam, "adamw": AdamW, "rmsprop": R
             "adagrad": Adagrad, "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam}
 
 
-def get(identifier):
+def get(identifier: str | Optimizer) -> Optimizer:
     """An optimizer from an instance or a name (``"adam"``), with default arguments."""
     if isinstance(identifier, Optimizer):
         return identifier
@@ -24,11 +28,11 @@ def get(identifier):
                      f"{', '.join(sorted(_BY_NAME))} or a hiapi.optimizers.Optimizer instance")
 
 
-def serialize(optimizer):
+def serialize(optimizer: Optimizer) -> dict[str, Any]:
     return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
 
 
-def deserialize(config):
+def deserialize(config: dict[str, Any]) -> Optimizer:
     cls = {c.__name__: c for c in _BY_NAME.values()}[config["class_name"]]
     kwargs = dict(config["config"])
     lr = kwargs.get("learning_rate")

@@ -10,12 +10,18 @@ why Keras keeps a learning rate (default 0.001) that the paper sets to 1.
 
     optimizer = hiapi.optimizers.Adadelta(learning_rate=1.0, rho=0.95)
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import LearningRate
 from hiapi.graph import ops
 from hiapi.optimizers.optimizer import Optimizer
 
 
 class Adadelta(Optimizer):
-    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, name="adadelta", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, rho: float = 0.95,
+                 epsilon: float = 1e-7, name: str | None = "adadelta", **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         if not 0.0 <= rho < 1.0:
             raise ValueError(f"Adadelta: rho must be in [0, 1), got {rho!r}")

@@ -3,13 +3,18 @@
     acc <- acc + g^2                     (acc starts at initial_accumulator_value)
     w   <- w - lr * g / sqrt(acc + epsilon)
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import LearningRate
 from hiapi.graph import ops
 from hiapi.optimizers.optimizer import Optimizer
 
 
 class Adagrad(Optimizer):
-    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
-                 name="adagrad", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, initial_accumulator_value: float = 0.1,
+                 epsilon: float = 1e-7, name: str | None = "adagrad", **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.initial_accumulator_value = float(initial_accumulator_value)
         self.epsilon = float(epsilon)

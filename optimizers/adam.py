@@ -8,13 +8,19 @@ https://arxiv.org/abs/1711.05101), in Keras's formulation, with t the 1-based up
 
 AdamW is Adam with decoupled weight decay (the base optimizer's ``weight_decay``) on by default.
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import LearningRate
 from hiapi.graph import ops
 from hiapi.optimizers.optimizer import Optimizer
 
 
 class Adam(Optimizer):
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 amsgrad=False, name="adam", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-7, amsgrad: bool = False,
+                 name: str | None = "adam", **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon, self.amsgrad = float(epsilon), bool(amsgrad)
@@ -48,8 +54,9 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999,
-                 epsilon=1e-7, amsgrad=False, name="adamw", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, weight_decay: float | None = 0.004,
+                 beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-7,
+                 amsgrad: bool = False, name: str | None = "adamw", **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
                          epsilon=epsilon, amsgrad=amsgrad, name=name,
                          weight_decay=weight_decay, **kwargs)

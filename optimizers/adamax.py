@@ -7,13 +7,19 @@ norm in place of the second moment, in Keras's formulation, t the 1-based update
 
     optimizer = hiapi.optimizers.Adamax(learning_rate=0.002)
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import LearningRate
 from hiapi.graph import ops
 from hiapi.optimizers.optimizer import Optimizer
 
 
 class Adamax(Optimizer):
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 name="adamax", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-7, name: str | None = "adamax",
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 

@@ -14,15 +14,22 @@ ratio. Excluded parameters (by default the 1-D ones: biases and normalization sc
 as is usual for LARS) get neither the ratio nor the weight decay. Where ``||w||`` or ``||g||``
 is zero the ratio is 1.
 """
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
+
+from hiapi.hints import LearningRate
 from hiapi.graph import ops
 from hiapi.optimizers.clipping import l2_norm
 from hiapi.optimizers.sgd import SGD
 
 
 class LARS(SGD):
-    def __init__(self, learning_rate=0.01, momentum=0.9, weight_decay=0.0,
-                 trust_coefficient=0.001, epsilon=0.0, nesterov=False,
-                 exclude_from_layer_adaptation="1d", name="LARS", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.01, momentum: float = 0.9,
+                 weight_decay: float = 0.0, trust_coefficient: float = 0.001, epsilon: float = 0.0,
+                 nesterov: bool = False,
+                 exclude_from_layer_adaptation: Literal["1d"] | Sequence[str] | None = "1d",
+                 name: str | None = "LARS", **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, momentum=momentum, nesterov=nesterov,
                          name=name, **kwargs)
         if trust_coefficient < 0:

@@ -10,15 +10,21 @@ schedule ``mu_t = beta_1 * (1 - 0.5 * 0.96^(0.004 t))``, t the 1-based update nu
 
     optimizer = hiapi.optimizers.Nadam(learning_rate=0.002)
 """
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
+from hiapi.hints import LearningRate
 from hiapi.graph import Variable, ops
 from hiapi.optimizers.optimizer import Optimizer
 
 
 class Nadam(Optimizer):
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 name="nadam", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-7, name: str | None = "nadam",
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
         self._u_product = None

@@ -15,15 +15,23 @@ Keras 3's does:
   larger batch. Unlike Keras 3, schedules and Adam's bias correction count *applied updates*
   (``iterations // k``), not micro-steps, so the equality holds for every optimizer.
 """
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
+from hiapi.hints import LearningRate
 from hiapi.graph import Variable, ops, placeholder
 from hiapi.optimizers import clipping
 
 
 class Optimizer:
-    def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, gradient_accumulation_steps=None, name=None, **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, weight_decay: float | None = None,
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None,
+                 gradient_accumulation_steps: int | None = None, name: str | None = None,
+                 **kwargs: Any) -> None:
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}")
@@ -46,13 +54,13 @@ class Optimizer:
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.iterations = Variable(np.int64(0), name=f"{self.name}/iterations", trainable=False)
-        self._slots = {}
+        self._slots: dict[tuple[int, str], Variable] = {}     # (id(variable), slot name)
         self._step_inputs = None
         self.built = False
 
     # ---- learning rate -----------------------------------------------------------------------
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> LearningRate:
         return self._learning_rate
 
     @learning_rate.setter
@@ -173,7 +181,7 @@ class Optimizer:
             updates.append((slot, ops.where(apply_now, 0.0, total)))
         return apply_now, updates, means
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         lr = self._learning_rate
         lr = lr.get_config() | {"class_name": type(lr).__name__} if hasattr(lr, "get_config") \
             else lr

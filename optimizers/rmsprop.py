@@ -5,13 +5,19 @@
     step <- lr * g / sqrt(v + epsilon)    (or sqrt(v - a^2 + epsilon) when centered)
     m <- momentum * m + step; w <- w - m   (momentum > 0), else w <- w - step
 """
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import LearningRate
 from hiapi.graph import ops
 from hiapi.optimizers.optimizer import Optimizer
 
 
 class RMSprop(Optimizer):
-    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
-                 centered=False, name="rmsprop", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.001, rho: float = 0.9, momentum: float = 0.0,
+                 epsilon: float = 1e-7, centered: bool = False, name: str | None = "rmsprop",
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.rho, self.momentum = float(rho), float(momentum)
         self.epsilon, self.centered = float(epsilon), bool(centered)

@@ -10,14 +10,17 @@ Training ImageNet in 1 Hour", 2017 (https://arxiv.org/abs/1706.02677)::
         hiapi.optimizers.schedules.CosineDecay(lr, decay_steps=10_000), warmup_steps=500)
     optimizer = hiapi.optimizers.SGD(learning_rate=schedule, momentum=0.9)
 """
+from __future__ import annotations
+
 import math
+from typing import Any, Callable, Sequence
 
 
 class LearningRateSchedule:
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         raise NotImplementedError
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {k: (v.get_config() | {"class_name": type(v).__name__}
                     if isinstance(v, LearningRateSchedule) else v)
                 for k, v in vars(self).items()}
@@ -30,13 +33,13 @@ class LearningRateSchedule:
 class ExponentialDecay(LearningRateSchedule):
     """``initial * decay_rate ** (step / decay_steps)`` (the exponent floored if staircase)."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name="ExponentialDecay"):
+    def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
+                 staircase: bool = False, name: str = "ExponentialDecay") -> None:
         _positive("decay_steps", decay_steps)
         self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
         self.decay_rate, self.staircase, self.name = decay_rate, staircase, name
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         p = step / self.decay_steps
         return self.initial_learning_rate * self.decay_rate ** (math.floor(p)
                                                                 if self.staircase else p)
@@ -46,7 +49,8 @@ class PiecewiseConstantDecay(LearningRateSchedule):
     """``values[0]`` while step <= boundaries[0], ``values[i]`` while step <= boundaries[i],
     ``values[-1]`` after the last boundary."""
 
-    def __init__(self, boundaries, values, name="PiecewiseConstant"):
+    def __init__(self, boundaries: Sequence[int], values: Sequence[float],
+                 name: str = "PiecewiseConstant") -> None:
         if len(values) != len(boundaries) + 1:
             raise ValueError(f"PiecewiseConstantDecay: values needs one more entry than "
                              f"boundaries, got {len(boundaries)} boundaries and "
@@ -56,7 +60,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
                              f"{boundaries}")
         self.boundaries, self.values, self.name = list(boundaries), list(values), name
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         for boundary, value in zip(self.boundaries, self.values):
             if step <= boundary:
                 return value
@@ -67,14 +71,15 @@ class PolynomialDecay(LearningRateSchedule):
     """``(initial - end) * (1 - step / decay_steps) ** power + end``; with ``cycle`` the decay
     restarts with decay_steps multiplied by ceil(step / decay_steps)."""
 
-    def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0,
-                 cycle=False, name="PolynomialDecay"):
+    def __init__(self, initial_learning_rate: float, decay_steps: int,
+                 end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
+                 name: str = "PolynomialDecay") -> None:
         _positive("decay_steps", decay_steps)
         self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
         self.end_learning_rate, self.power, self.cycle = end_learning_rate, power, cycle
         self.name = name
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         decay_steps = self.decay_steps
         if self.cycle:
             decay_steps = decay_steps * max(1, math.ceil(step / decay_steps))
@@ -91,14 +96,15 @@ class CosineDecay(LearningRateSchedule):
     that value over ``decay_steps`` (Loshchilov & Hutter, SGDR, https://arxiv.org/abs/1608.03983).
     """
 
-    def __init__(self, initial_learning_rate, decay_steps, alpha=0.0, name="CosineDecay",
-                 warmup_target=None, warmup_steps=0):
+    def __init__(self, initial_learning_rate: float, decay_steps: int, alpha: float = 0.0,
+                 name: str = "CosineDecay", warmup_target: float | None = None,
+                 warmup_steps: int = 0) -> None:
         _positive("decay_steps", decay_steps)
         self.initial_learning_rate, self.decay_steps, self.alpha = \
             initial_learning_rate, decay_steps, alpha
         self.name, self.warmup_target, self.warmup_steps = name, warmup_target, warmup_steps
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         if self.warmup_target is None:
             peak, step = self.initial_learning_rate, step
         elif step < self.warmup_steps:
@@ -118,7 +124,8 @@ class LinearWarmup(LearningRateSchedule):
     follows the wrapped schedule (evaluated at the true step, so the two meet without a jump).
     ``schedule`` may be a number for a constant rate after warmup."""
 
-    def __init__(self, schedule, warmup_steps, initial_learning_rate=0.0):
+    def __init__(self, schedule: LearningRateSchedule | Callable[[int], float] | float,
+                 warmup_steps: int, initial_learning_rate: float = 0.0) -> None:
         _positive("warmup_steps", warmup_steps)
         self.schedule, self.warmup_steps = schedule, warmup_steps
         self.initial_learning_rate = initial_learning_rate
@@ -126,7 +133,7 @@ class LinearWarmup(LearningRateSchedule):
     def _target(self, step):
         return self.schedule(step) if callable(self.schedule) else self.schedule
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         if step >= self.warmup_steps:
             return self._target(step)
         target = self._target(self.warmup_steps)
@@ -134,7 +141,8 @@ class LinearWarmup(LearningRateSchedule):
             step / self.warmup_steps
 
 
-def scale_learning_rate(base_learning_rate, global_batch, base_batch=256):
+def scale_learning_rate(base_learning_rate: float, global_batch: int,
+                        base_batch: int = 256) -> float:
     """Linear scaling rule (Goyal et al.): ``base_lr * global_batch / base_batch``.
 
     >>> scale_learning_rate(0.1, global_batch=1024, base_batch=256)

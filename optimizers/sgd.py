@@ -1,4 +1,9 @@
 """Stochastic gradient descent with momentum and Nesterov momentum (Keras's formulation)."""
+from __future__ import annotations
+
+from typing import Any
+
+from hiapi.hints import LearningRate
 from hiapi.optimizers.optimizer import Optimizer
 
 
@@ -14,7 +19,8 @@ class SGD(Optimizer):
     Sutskever et al., "On the importance of initialization and momentum in deep learning", 2013.
     """
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD", **kwargs):
+    def __init__(self, learning_rate: LearningRate = 0.01, momentum: float = 0.0,
+                 nesterov: bool = False, name: str | None = "SGD", **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"{self.name}: momentum must be in [0, 1], got {momentum!r}")
