@@ -100,3 +100,21 @@ def test_two_ranks_merge_into_one_trace_that_lines_up(tmp_path, compression):
         begins = sorted(e["id"] for e in events if e["ph"] == "b" and e["pid"] == 0)
         ends = sorted(e["id"] for e in events if e["ph"] == "e" and e["pid"] == 0)
         assert begins == ends and len(begins) >= 8       # every exchange posted is completed
+
+
+def test_render_timeline_draws_the_step(tmp_path):
+    """docs/render_timeline.py (the README's picture) draws a trace fit wrote."""
+    pytest.importorskip("PIL")
+    import runpy
+    from pathlib import Path
+    from PIL import Image
+    trace, png = tmp_path / "trace.json", tmp_path / "step.png"
+    small_model().fit(np.zeros((8, 8), "float32"), np.zeros(8, "int64"), batch_size=4,
+                      verbose=0, callbacks=[hiapi.callbacks.Timeline(trace)])
+    script = Path(__file__).resolve().parents[2] / "docs" / "render_timeline.py"
+    render = runpy.run_path(str(script))["render"]
+    render(json.loads(trace.read_text())["traceEvents"], -1, png)
+    image = Image.open(png)
+    assert image.width == 1400 and image.height > 150
+    colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
+    assert len(colours) > 5                                  # bars in several colours
