@@ -10,6 +10,7 @@ layer so a mismatch can be named.
 import numpy as np
 
 from hiapi import optimizers as optimizers_module
+from hiapi.saving import keras_archive
 from hiapi.saving.archive import read_archive, write_archive
 from hiapi.saving.keras_format import warn_if_keras_name
 from hiapi.saving.objects import deserialize_object, serialize_object
@@ -20,7 +21,10 @@ MODEL_FORMAT, WEIGHTS_FORMAT, VERSION = "hiapi.model", "hiapi.weights", 1
 
 
 def save_model(model, filepath, include_optimizer=True, extra=None):
-    """Write ``model`` to one file, atomically. ``extra`` (JSON-able) is stored alongside."""
+    """Write ``model`` to one file, atomically. ``extra`` (JSON-able) is stored alongside.
+    A ``.keras`` name writes Keras 3's format (``hiapi.saving.keras_archive``)."""
+    if str(filepath).lower().endswith(keras_archive.KERAS_ARCHIVE_SUFFIX) and extra is None:
+        return keras_archive.save_keras_model(model, filepath, include_optimizer)
     warn_if_keras_name(filepath, "save")
     if not model.built:
         raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
@@ -44,7 +48,10 @@ def save_model(model, filepath, include_optimizer=True, extra=None):
 
 def load_model(filepath, custom_objects=None, compile=True):
     """A model from ``model.save``: weights, and (with ``compile``) its compile configuration
-    and optimizer state, ready to ``fit`` on from where it stopped."""
+    and optimizer state, ready to ``fit`` on from where it stopped. Keras 3 ``.keras`` files
+    are read too."""
+    if keras_archive.is_keras_archive(filepath):
+        return keras_archive.load_keras_model(filepath, custom_objects, compile)
     manifest, arrays = read_archive(filepath, MODEL_FORMAT)
     model = deserialize_layer(manifest["model"], custom_objects)
     _assign_model(model, arrays, filepath)
@@ -96,7 +103,10 @@ def _compile_config(model):
 
 
 def save_weights(model, filepath):
-    """Write the weights alone (with each layer's name and shapes), atomically."""
+    """Write the weights alone (with each layer's name and shapes), atomically; to a
+    ``.weights.h5`` name in Keras 3's HDF5 layout."""
+    if str(filepath).lower().endswith(keras_archive.KERAS_WEIGHTS_SUFFIX):
+        return keras_archive.save_keras_weights(model, filepath)
     warn_if_keras_name(filepath, "save_weights")
     layers = weight_manifest(model)
     arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
@@ -106,7 +116,10 @@ def save_weights(model, filepath):
 
 def load_weights(model, filepath):
     """Load weights saved by ``save_weights`` (or ``save``) into a model of the same shape;
-    a mismatch names the first layer that differs and both shapes."""
+    a mismatch names the first layer that differs and both shapes. Keras 3 ``.weights.h5``
+    files are read too."""
+    if keras_archive.is_hdf5(filepath) or keras_archive.is_keras_archive(filepath):
+        return keras_archive.load_keras_weights(model, filepath)
     try:
         manifest, arrays = read_archive(filepath, WEIGHTS_FORMAT)
         saved = manifest["layers"]

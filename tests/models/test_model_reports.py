@@ -39,27 +39,32 @@ def test_memory_report_prints_once_and_returns_none(capsys):
     assert printed.count("Memory report") == 1
 
 
-def test_saving_under_a_keras_name_warns_and_round_trips(tmp_path):
+def test_keras_names_get_keras_formats_and_legacy_h5_names_warn(tmp_path):
     model = hiapi.Sequential([hiapi.Input((3,)), layers.Dense(2)])
     model.compile(optimizer="sgd", loss="mse")
-    with pytest.warns(UserWarning, match=r"save\('.*m\.keras'\): hiapi writes its own format.*"
-                                         r"Keras cannot.*'\.hiapi'"):
-        model.save(str(tmp_path / "m.keras"))
+    model.save(str(tmp_path / "m.keras"))     # Keras 3's format: no warning (they are errors)
+    with zipfile.ZipFile(tmp_path / "m.keras") as archive:
+        assert "config.json" in archive.namelist()
     loaded = hiapi.models.load_model(tmp_path / "m.keras")
     for a, b in zip(model.get_weights(), loaded.get_weights()):
         np.testing.assert_array_equal(a, b)
-    with pytest.warns(UserWarning, match=r"save_weights\(.*w\.weights\.h5"):
-        model.save_weights(str(tmp_path / "w.weights.h5"))
-    model.save(tmp_path / "m.hiapi")        # no warning: warnings are errors in these tests
+    model.save_weights(str(tmp_path / "w.weights.h5"))
+    with open(tmp_path / "w.weights.h5", "rb") as handle:
+        assert handle.read(4) == b"\x89HDF"
+    with pytest.warns(UserWarning, match=r"save\('.*m\.h5'\): hiapi writes its own format.*"
+                                         r"Keras cannot.*'\.keras'.*'\.hiapi'"):
+        model.save(str(tmp_path / "m.h5"))
+    hiapi.models.load_model(tmp_path / "m.h5")
+    model.save(tmp_path / "m.hiapi")
 
 
-def test_loading_a_real_keras_file_says_what_it_is(tmp_path):
+def test_loading_an_incomplete_keras_file_says_what_is_wrong(tmp_path):
     path = tmp_path / "from_keras.keras"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("config.json", "{}")
         archive.writestr("metadata.json", "{}")
         archive.writestr("model.weights.h5", io.BytesIO(b"\x89HDF").getvalue())
-    with pytest.raises(ValueError, match="this is a Keras .keras file"):
+    with pytest.raises(ValueError, match="not a complete Keras .keras file"):
         hiapi.models.load_model(path)
 
 

@@ -1,0 +1,173 @@
+"""``compile_config`` and the optimizer's variables between hiapi and a ``.keras`` file.
+
+Keras writes the optimizer as a Keras object, losses and metrics as names or objects. Its
+optimizer variables are ``iterations``, the learning rate (a variable unless it is a schedule),
+then the slots, variable by variable (Adam: momentum and velocity of the first weight, of the
+second, ...): hiapi keeps the same slots in the same order, with the learning rate as a
+number rather than a variable.
+"""
+import numpy as np
+
+from hiapi import optimizers as optimizers_module
+from hiapi.saving.keras_archive.keras_arguments import OPTIMIZERS
+from hiapi.saving.keras_archive.model_config import keras_trainable_weights
+from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, constructor_arguments,
+                                                     keras_object)
+from hiapi.saving.objects import deserialize_object, serialize_object
+
+_KERAS_MODULES = {"loss": "keras.losses", "metric": "keras.metrics"}
+_KERAS_ONLY = {"run_eagerly": False, "steps_per_execution": 1, "jit_compile": False,
+               "auto_scale_loss": True}
+
+
+def compile_to_keras(model):
+    """The ``compile_config`` of a compiled hiapi model (None when it was not compiled)."""
+    if not getattr(model, "compiled", False):
+        return None
+    return {"optimizer": optimizer_to_keras(model.optimizer),
+            "loss": _to_keras(serialize_object(model._loss_ids)),
+            "loss_weights": model._loss_weight_ids,
+            "metrics": _to_keras(serialize_object(model._metric_ids or None)),
+            "weighted_metrics": _to_keras(serialize_object(
+                getattr(model, "_weighted_metric_ids", None) or None)),
+            "run_eagerly": False, "steps_per_execution": 1, "jit_compile": False}
+
+
+def _to_keras(value):
+    """hiapi's saved losses/metrics in Keras's spelling: functions by name, objects with
+    Keras's module."""
+    if isinstance(value, list):
+        return [_to_keras(item) for item in value]
+    if isinstance(value, dict) and value.get("module") == "function":
+        return value["config"]
+    if isinstance(value, dict) and value.get("module") in _KERAS_MODULES:
+        return keras_object(_KERAS_MODULES[value["module"]], value["class_name"],
+                            value["config"])
+    if isinstance(value, dict):
+        return {key: _to_keras(item) for key, item in value.items()}
+    return value
+
+
+def optimizer_to_keras(optimizer):
+    saved = optimizers_module.serialize(optimizer)
+    class_name, keras_arguments = saved["class_name"], OPTIMIZERS.get(saved["class_name"])
+    if keras_arguments is None:
+        raise ValueError(f"cannot write the optimizer {class_name} to a Keras .keras file: "
+                         f"Keras has no such optimizer; save with include_optimizer=False, "
+                         f"or {HIAPI_SUGGESTION}")
+    config = {}
+    for key, value in saved["config"].items():
+        if key not in keras_arguments:
+            raise ValueError(f"cannot write the optimizer {class_name} to a Keras .keras "
+                             f"file: Keras's {class_name} has no argument {key!r}; "
+                             f"{HIAPI_SUGGESTION}")
+        if key == "learning_rate" and isinstance(value, dict):
+            value = keras_object("keras.optimizers.schedules", value["class_name"],
+                                 value["config"])
+        config[key] = value
+    return keras_object("keras.optimizers", class_name, config)
+
+
+def optimizer_values(optimizer, model):
+    """The optimizer's variables in Keras's order. An optimizer not built yet is written as
+    freshly built (zero slots): Keras builds it when loading a compiled model and would
+    otherwise skip the file's variables with a warning."""
+    if not optimizer.built:
+        optimizer = optimizers_module.deserialize(optimizers_module.serialize(optimizer))
+        optimizer.build(model.trainable_weights)
+    values = [optimizer.iterations.numpy()]
+    if not callable(optimizer.learning_rate):
+        values.append(np.float32(optimizer.learning_rate))
+    return values + [v.numpy() for v in _slots_in_keras_order(optimizer, model)]
+
+
+def _slots_in_keras_order(optimizer, model):
+    """The slots ordered as Keras builds them: by the model's trainable weights in Keras's
+    layer order (which can differ from hiapi's in a functional model), each weight's slots in
+    creation order."""
+    by_variable = {}
+    for (variable_id, _), slot in optimizer._slots.items():
+        by_variable.setdefault(variable_id, []).append(slot)
+    ordered = [slot for variable in keras_trainable_weights(model)
+               for slot in by_variable.get(id(variable), [])]
+    if len(ordered) != len(optimizer._slots):
+        raise ValueError(f"cannot write the optimizer state of {type(optimizer).__name__} to a "
+                         f"Keras .keras file: it holds state for variables outside the model; "
+                         f"save with include_optimizer=False, or {HIAPI_SUGGESTION}")
+    return ordered
+
+
+def _plain(value):
+    """A Keras object as hiapi's ``{"class_name", "config"}``, nested ones too."""
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict) and "class_name" in value and "config" in value:
+        if value["class_name"] == "function":
+            return value.get("registered_name") or value["config"]
+        config = value["config"]
+        return {"class_name": value["class_name"],
+                "config": {k: _plain(v) for k, v in config.items()}
+                if isinstance(config, dict) else config}
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def optimizer_from_keras(entry, filepath):
+    class_name = entry["class_name"]
+    defaults = OPTIMIZERS.get(class_name)
+    if defaults is None:
+        raise ValueError(f"{filepath}: hiapi has no optimizer {class_name!r}; load with "
+                         f"compile=False and compile the model yourself")
+    known = constructor_arguments(getattr(optimizers_module, class_name))
+    config = {}
+    for key, value in _plain(entry["config"]).items():
+        if key not in known:
+            if key in defaults and value == defaults[key]:
+                continue
+            raise ValueError(f"{filepath}: optimizer {class_name} has {key}={value!r}, which "
+                             f"hiapi's {class_name} does not support; load with compile=False")
+        config[key] = value
+    return optimizers_module.deserialize({"class_name": class_name, "config": config})
+
+
+def compile_from_keras(model, config, custom_objects, filepath):
+    """``model.compile`` with what a Keras ``compile_config`` holds."""
+    for key, default in _KERAS_ONLY.items():
+        if key in config and config[key] not in (default, None, "auto") and key != "jit_compile":
+            raise ValueError(f"{filepath}: compile_config has {key}={config[key]!r}, which "
+                             f"hiapi does not support; load with compile=False")
+    optimizer = optimizer_from_keras(config["optimizer"], filepath) \
+        if config.get("optimizer") else "rmsprop"
+    model.compile(optimizer=optimizer,
+                  loss=deserialize_object(_plain(config.get("loss")), custom_objects, "loss"),
+                  loss_weights=config.get("loss_weights"),
+                  metrics=deserialize_object(_plain(config.get("metrics") or None),
+                                             custom_objects, "metric"),
+                  weighted_metrics=deserialize_object(
+                      _plain(config.get("weighted_metrics") or None), custom_objects, "metric"))
+    return optimizer
+
+
+def assign_optimizer(model, values, filepath):
+    """Keras's optimizer variables into the compiled model's optimizer (built first when the
+    file holds slots)."""
+    optimizer = model.optimizer
+    header = 1 if callable(optimizer.learning_rate) else 2
+    if len(values) <= header:
+        if values:
+            optimizer.iterations.assign(np.asarray(values[0], np.int64))
+        return
+    if not optimizer.built:
+        optimizer.build(model.trainable_weights)
+    slots = _slots_in_keras_order(optimizer, model)
+    if len(values) - header != len(slots):
+        raise ValueError(f"{filepath}: the optimizer state has {len(values) - header} slot "
+                         f"variables, hiapi's {type(optimizer).__name__} has {len(slots)}; "
+                         f"load with compile=False")
+    optimizer.iterations.assign(np.asarray(values[0], np.int64))
+    for variable, value in zip(slots, values[header:]):
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(f"{filepath}: optimizer variable {variable.name!r} has shape "
+                             f"{tuple(variable.shape)}, the file holds {tuple(value.shape)}")
+        variable.assign(value)

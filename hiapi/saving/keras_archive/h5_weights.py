@@ -1,0 +1,125 @@
+"""Weights in Keras 3's HDF5 layout (``model.weights.h5`` inside a ``.keras`` archive, and the
+``*.weights.h5`` file of ``save_weights``).
+
+Keras addresses an object by the path it walks to reach it, not by its name (names are made up
+at run time and differ between two builds of one model): a model's layers are the container
+``layers``, each named after its class in snake case, numbered in the order of ``model.layers``
+(``layers/dense``, ``layers/dense_1``, ...), and each object's variables are datasets ``0``,
+``1``, ... of its ``vars`` group, whose ``name`` attribute holds the layer's name. A recurrent
+layer keeps its variables in its ``cell``; a compiled model's optimizer in ``optimizer/vars``.
+"""
+import re
+
+import numpy as np
+
+from hiapi.layers.input_layer import InputLayer
+
+RECURRENT = {"LSTM": "lstm_cell", "GRU": "gru_cell", "SimpleRNN": "simple_rnn_cell"}
+
+
+def require_h5py():
+    """h5py, or an ImportError naming the extra that installs it."""
+    try:
+        import h5py
+    except ImportError as error:
+        raise ImportError(f"Keras-format files (.keras, .weights.h5) need h5py: pip install "
+                          f"'hiapi[keras-format]' ({error})") from None
+    return h5py
+
+
+def keras_snake_case(class_name):
+    """Keras's ``naming.to_snake_case``, which names the groups of ``model.weights.h5``."""
+    name = re.sub(r"\W+", "", class_name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def group_names(class_names):
+    """Keras's container names for objects of these classes, in order: dense, dense_1, ..."""
+    used, names = {}, []
+    for class_name in class_names:
+        base = keras_snake_case(class_name)
+        if base in used:
+            used[base] += 1
+            names.append(f"{base}_{used[base]}")
+        else:
+            used[base] = 0
+            names.append(base)
+    return names
+
+
+def variables_path(layer_path, class_name):
+    """Where a layer of ``class_name`` keeps its variables."""
+    return f"{layer_path}/cell/vars" if class_name in RECURRENT else f"{layer_path}/vars"
+
+
+def write_vars(file, path, name, arrays):
+    group = file.require_group(path)
+    group.attrs["name"] = name
+    for index, array in enumerate(arrays):
+        group.create_dataset(str(index), data=np.asarray(array))
+
+
+def write_model(file, model, layers, path=""):
+    """``model``'s variables under ``path``; ``layers`` in Keras's order for ``model.layers``
+    (Sequential leaves out its InputLayer, a functional model keeps them)."""
+    from hiapi.models import Model
+    from hiapi.saving.keras_archive.model_config import keras_layers
+    prefix = f"{path}/" if path else ""
+    write_vars(file, f"{prefix}vars", model.name, [])
+    for layer, group in zip(layers, group_names(type(l).__name__ for l in layers)):
+        layer_path = f"{prefix}layers/{group}"
+        if isinstance(layer, Model):
+            write_model(file, layer, keras_layers(layer), layer_path)
+            continue
+        class_name = type(layer).__name__
+        if class_name in RECURRENT:
+            write_vars(file, f"{layer_path}/vars", layer.name, [])
+            write_vars(file, variables_path(layer_path, class_name), RECURRENT[class_name],
+                       [v.numpy() for v in layer.weights])
+        else:
+            write_vars(file, variables_path(layer_path, class_name), layer.name,
+                       [v.numpy() for v in layer.weights])
+
+
+def write_optimizer(file, optimizer, values):
+    write_vars(file, "optimizer/vars", optimizer.name, values)
+
+
+def read_vars(file, path):
+    """The arrays of the ``vars`` group at ``path`` in order (none when the group is absent)."""
+    group = file.get(path)
+    if group is None:
+        return []
+    return [np.asarray(group[str(i)]) for i in range(len(group))]
+
+
+def read_model(file, model, filepath, path=""):
+    """Assign the variables of ``model``'s layers from ``file``, found as Keras finds them."""
+    from hiapi.models import Model
+    from hiapi.saving.keras_archive.model_config import keras_layers
+    prefix = f"{path}/" if path else ""
+    layers = keras_layers(model)
+    for layer, group in zip(layers, group_names(type(l).__name__ for l in layers)):
+        layer_path = f"{prefix}layers/{group}"
+        if isinstance(layer, Model):
+            read_model(file, layer, filepath, layer_path)
+            continue
+        values = read_vars(file, variables_path(layer_path, type(layer).__name__))
+        if isinstance(layer, InputLayer) and not values:
+            continue
+        assign(layer, values, filepath, layer_path)
+
+
+def assign(layer, values, filepath, layer_path):
+    variables = layer.weights
+    if len(values) != len(variables):
+        raise ValueError(f"{filepath}: layer {layer.name!r} ({type(layer).__name__}) has "
+                         f"{len(variables)} weights, the file holds {len(values)} under "
+                         f"{layer_path!r}")
+    for variable, value in zip(variables, values):
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(f"{filepath}: layer {layer.name!r} weight {variable.name!r} has "
+                             f"shape {tuple(variable.shape)}, the file holds shape "
+                             f"{tuple(value.shape)} under {layer_path!r}")
+        variable.assign(value)

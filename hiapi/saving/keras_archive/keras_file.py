@@ -1,0 +1,136 @@
+"""``.keras`` archives and ``.weights.h5`` files, read and written as Keras 3 does.
+
+A ``.keras`` file is a zip of ``metadata.json`` (Keras version, date), ``config.json`` (the
+model as ``keras.saving.serialize_keras_object`` writes it, with ``build_config`` and
+``compile_config``) and ``model.weights.h5`` (``h5_weights``); ``save_weights`` to a
+``.weights.h5`` name writes that HDF5 file alone. Only what Keras can express is written:
+anything else (a layer Keras lacks, an argument it has no name for, a raw op in a functional
+model) is refused with its name, pointing to ``.hiapi``, which keeps everything.
+"""
+import datetime
+import io
+import json
+import zipfile
+
+from hiapi.saving.atomic import atomic_write
+from hiapi.saving.keras_archive import compile_config, h5_weights, model_config
+from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
+from hiapi.saving.registry import get_class
+
+CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def is_keras_archive(filepath):
+    """True for a zip holding Keras's ``config.json`` (and not a hiapi manifest)."""
+    try:
+        with zipfile.ZipFile(filepath) as archive:
+            names = set(archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+    return CONFIG in names and "hiapi.json" not in names
+
+
+def is_hdf5(filepath):
+    try:
+        with open(filepath, "rb") as handle:
+            return handle.read(8) == HDF5_SIGNATURE
+    except OSError:
+        return False
+
+
+def _weights_bytes(model, optimizer=None):
+    h5py = h5_weights.require_h5py()
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as file:
+        h5_weights.write_model(file, model, model_config.keras_layers(model))
+        if optimizer is not None:
+            h5_weights.write_optimizer(file, optimizer,
+                                       compile_config.optimizer_values(optimizer, model))
+    return buffer.getvalue()
+
+
+def _optimizer(model, include_optimizer):
+    optimizer = getattr(model, "optimizer", None)
+    if not include_optimizer or optimizer is None:
+        return None
+    if getattr(optimizer, "sharded_by", None) is not None:
+        raise NotImplementedError(
+            f"Model {model.name!r}: saving the optimizer state of a model trained with "
+            f"Strategy(shard_optimizer_state=True) is not supported (each rank holds only its "
+            f"shard of it); use model.save(..., include_optimizer=False)")
+    return optimizer
+
+
+def save_keras_model(model, filepath, include_optimizer=True):
+    """Write ``model`` as a Keras 3 ``.keras`` archive, atomically."""
+    if not model.built:
+        raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
+                         f"to save")
+    config = model_config.model_to_keras(model)
+    optimizer = _optimizer(model, include_optimizer)
+    if optimizer is not None:
+        config["compile_config"] = compile_config.compile_to_keras(model)
+    weights = _weights_bytes(model, optimizer)
+    metadata = {"keras_version": KERAS_VERSION,
+                "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
+
+    def write(handle):
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED) as archive:
+            archive.writestr(METADATA, json.dumps(metadata))
+            archive.writestr(CONFIG, json.dumps(config))
+            archive.writestr(WEIGHTS, weights)
+    atomic_write(filepath, write)
+
+
+def load_keras_model(filepath, custom_objects=None, compile=True):
+    """A hiapi model from a ``.keras`` archive written by Keras 3 (or by hiapi)."""
+    h5py = h5_weights.require_h5py()
+    try:
+        with zipfile.ZipFile(filepath) as archive:
+            bad = archive.testzip()
+            if bad is not None:
+                raise ValueError(f"{filepath}: member {bad!r} is corrupted (CRC mismatch)")
+            config = json.loads(archive.read(CONFIG))
+            weights = archive.read(WEIGHTS)
+    except (zipfile.BadZipFile, KeyError, EOFError, json.JSONDecodeError) as error:
+        raise ValueError(f"{filepath} is not a complete Keras .keras file: {error}") from None
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"{filepath} is not a complete Keras .keras file: its {CONFIG} "
+                         f"describes no model")
+    model = model_config.model_from_keras(
+        config, lambda name: get_class(name, custom_objects), filepath)
+    try:
+        file = h5py.File(io.BytesIO(weights), "r")
+    except OSError as error:
+        raise ValueError(f"{filepath} is not a complete Keras .keras file: its {WEIGHTS} "
+                         f"cannot be read ({error})") from None
+    with file:
+        h5_weights.read_model(file, model, filepath)
+        if compile and config.get("compile_config"):
+            compile_config.compile_from_keras(model, config["compile_config"], custom_objects,
+                                              filepath)
+            compile_config.assign_optimizer(model, h5_weights.read_vars(file, "optimizer/vars"),
+                                            filepath)
+    return model
+
+
+def save_keras_weights(model, filepath):
+    """Keras 3's ``save_weights`` file: the weights (and a compiled model's optimizer state)
+    in its HDF5 layout, written atomically."""
+    optimizer = getattr(model, "optimizer", None)
+    if getattr(optimizer, "sharded_by", None) is not None:
+        optimizer = None            # each rank holds a shard: the weights alone, as .hiapi
+    weights = _weights_bytes(model, optimizer)
+    atomic_write(filepath, lambda handle: handle.write(weights))
+
+
+def load_keras_weights(model, filepath):
+    """Weights from a ``.weights.h5`` file, or from the weights of a ``.keras`` archive."""
+    h5py = h5_weights.require_h5py()
+    source = filepath
+    if is_keras_archive(filepath):
+        with zipfile.ZipFile(filepath) as archive:
+            source = io.BytesIO(archive.read(WEIGHTS))
+    with h5py.File(source, "r") as file:
+        h5_weights.read_model(file, model, filepath)

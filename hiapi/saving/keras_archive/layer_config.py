@@ -1,0 +1,138 @@
+"""One layer's config between hiapi and Keras 3's ``config.json``.
+
+hiapi's ``get_config()`` already uses Keras's argument names; what differs is how values are
+written (Keras writes initializers, regularizers, constraints and the dtype policy as
+``{"module", "class_name", "config", "registered_name"}`` objects) and which arguments each side
+has. ``keras_arguments.py`` (generated from Keras) lists Keras's arguments with their defaults,
+so an argument only one side knows is dropped while it holds the default (it changes nothing)
+and refused with its name and value otherwise, never silently lost.
+"""
+import inspect
+
+from hiapi import initializers as hiapi_initializers
+from hiapi.saving.keras_archive.keras_arguments import LAYERS
+from hiapi.utils.naming import snake_case
+
+HIAPI_SUGGESTION = "save it to a '.hiapi' file instead (hiapi's native format keeps everything)"
+OBJECT_MODULES = {"_initializer": "keras.initializers", "_regularizer": "keras.regularizers",
+                  "_constraint": "keras.constraints"}
+_NO_ARGUMENTS = {"Zeros", "Ones", "Identity"}
+
+
+def keras_object(module, class_name, config):
+    return {"module": module, "class_name": class_name, "config": config,
+            "registered_name": None}
+
+
+def is_keras_object(value):
+    return isinstance(value, dict) and "class_name" in value and "config" in value
+
+
+def dtype_policy(dtype):
+    return keras_object("keras", "DTypePolicy", {"name": dtype})
+
+
+def _module_for(key):
+    return next((module for suffix, module in OBJECT_MODULES.items() if key.endswith(suffix)),
+                None)
+
+
+def _camel(name):
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _to_keras_value(key, value):
+    if key == "seed" and isinstance(value, int):
+        return value % 2**32        # Keras seeds are 32-bit; the random streams differ anyway
+    module = _module_for(key)
+    if module is None or value is None:
+        return dtype_policy(value) if key == "dtype" else value
+    if isinstance(value, str):
+        class_name = _camel(value)
+        config = {} if class_name in _NO_ARGUMENTS or module != "keras.initializers" \
+            else {"seed": None}
+        return keras_object(module, class_name, config)
+    if is_keras_object(value):
+        return keras_object(module, value["class_name"], value["config"])
+    return value
+
+
+def constructor_arguments(cls):
+    """Keyword arguments ``cls`` accepts, with defaults (its MRO, as ``super().__init__``
+    passes them on)."""
+    found = {}
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        for name, parameter in inspect.signature(init).parameters.items():
+            if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL) \
+                    and name != "self":
+                found[name] = parameter.default
+    return found
+
+
+def to_keras(layer):
+    """``{"module", "class_name", "config", "registered_name"}`` for a hiapi layer, or a
+    ValueError naming what Keras cannot express."""
+    class_name = type(layer).__name__
+    keras_arguments = LAYERS.get(class_name)
+    if keras_arguments is None or getattr(type(layer), "_registered_name", None):
+        raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a Keras .keras "
+                         f"file: Keras has no such layer; {HIAPI_SUGGESTION}")
+    hiapi_defaults = constructor_arguments(type(layer))
+    config = {}
+    for key, value in layer.get_config().items():
+        if key not in keras_arguments:
+            if value != hiapi_defaults.get(key, inspect.Parameter.empty):
+                raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a Keras "
+                                 f".keras file: Keras's {class_name} has no argument {key!r} "
+                                 f"(it is {value!r} here); {HIAPI_SUGGESTION}")
+            continue
+        config[key] = _to_keras_value(key, value)
+    return keras_object("keras.layers", class_name, config)
+
+
+def _initializer_from_keras(value):
+    config = {k: v for k, v in value["config"].items() if v is not None}
+    name = snake_case(value["class_name"])
+    if not config or config == {"gain": 1.0}:
+        return name
+    factory = getattr(hiapi_initializers, value["class_name"], None)
+    try:
+        return hiapi_initializers.serialize(factory(**config))
+    except (TypeError, ValueError):
+        raise ValueError(f"hiapi has no initializer {value['class_name']}({config})") from None
+
+
+def _from_keras_value(key, value):
+    if key == "dtype" and is_keras_object(value):
+        return value["config"]["name"]
+    if not is_keras_object(value):
+        return value
+    if key.endswith("_initializer"):
+        return _initializer_from_keras(value)
+    return {"class_name": value["class_name"], "config": value["config"]}
+
+
+def from_keras(entry, get_class, filepath):
+    """A hiapi layer from a Keras layer entry of ``config.json``."""
+    class_name, config = entry["class_name"], entry["config"]
+    name = config.get("name", class_name)
+    registered = entry.get("registered_name")
+    cls = get_class(registered if registered and registered != class_name else class_name)
+    hiapi_arguments = constructor_arguments(cls)
+    keras_defaults = LAYERS.get(class_name, {})
+    arguments = {}
+    for key, value in config.items():
+        if key not in hiapi_arguments:
+            if key in keras_defaults and value == keras_defaults[key]:
+                continue
+            raise ValueError(f"{filepath}: layer {name!r} ({class_name}) has {key}={value!r}, "
+                             f"which hiapi's {cls.__name__} does not support")
+        try:
+            arguments[key] = _from_keras_value(key, value)
+        except ValueError as error:
+            raise ValueError(f"{filepath}: layer {name!r} ({class_name}) argument {key!r}: "
+                             f"{error}") from None
+    return cls.from_config(arguments)

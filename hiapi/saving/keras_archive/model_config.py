@@ -1,0 +1,272 @@
+"""Sequential and functional models between hiapi and Keras 3's ``config.json``.
+
+A Keras functional config lists the model's layers in Keras's ``model.layers`` order, each
+with its ``inbound_nodes`` (one per call: the call's arguments, tensors written as
+``__keras_tensor__`` with ``keras_history = [layer name, call index, output index]``), and
+the model's ``input_layers``/``output_layers`` as such triples. The order matters beyond the
+config: the weights file names layers by their position in it (``dense``, ``dense_1``), so
+``keras_layers`` computes it exactly as Keras's ``map_graph`` does (deepest first, ties in the
+order a depth-first walk from the outputs first meets them). Reading replays the calls,
+deferring a call until the tensors it needs exist (shared layers may be called at several
+depths).
+"""
+from hiapi.layers.call_signature import PositionalInputs
+from hiapi.layers.input_layer import Input, InputLayer
+from hiapi.layers.layer import _flatten, _map
+from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, dtype_policy,
+                                                     from_keras, keras_object, to_keras)
+
+
+def _is_sequential(model):
+    from hiapi.models import Sequential
+    return isinstance(model, Sequential)
+
+
+def _is_functional(model):
+    from hiapi.models import Model
+    return isinstance(model, Model) and hasattr(model, "_nodes")
+
+
+def keras_layers(model):
+    """``model.layers`` as Keras orders them (Sequential: without its InputLayer)."""
+    if _is_sequential(model):
+        return [layer for layer in model.layers if not isinstance(layer, InputLayer)]
+    nodes, indices = _walk(model)
+    depth_of_node, depth_of_layer = {}, {}
+    for key in reversed(nodes):
+        layer, parents = nodes[key]
+        depth = max(depth_of_node.setdefault(key, 0), depth_of_layer.get(layer, 0))
+        depth_of_layer[layer] = depth_of_node[key] = depth
+        for parent in parents:
+            depth_of_node[parent] = max(depth + 1, depth_of_node.get(parent, 0))
+    for var in model.inputs:
+        layer = var._keras_history[0]
+        if layer not in depth_of_layer:           # an input no output depends on
+            depth_of_layer[layer], indices[layer] = 0, -1
+    return sorted(depth_of_layer, key=lambda layer: (-depth_of_layer[layer], indices[layer]))
+
+
+def keras_trainable_weights(model):
+    """``model.trainable_weights`` in the order Keras lists them (layer by layer in Keras's
+    order): the order in which Keras builds, and saves, the optimizer's slots."""
+    found = []
+    for layer in keras_layers(model):
+        found += keras_trainable_weights(layer) if _is_sequential(layer) or \
+            _is_functional(layer) else layer.trainable_weights
+    return found
+
+
+def _walk(model):
+    """Keras's ``_build_map``: {node: (layer, parent nodes)} in decreasing depth, and each
+    layer's first-visit index. A node is the ``id`` of a call's outputs."""
+    nodes, indices, inputs = {}, {}, set(model.inputs)
+
+    def visit(var):
+        layer, call_inputs, call_outputs = var._keras_history
+        key = id(call_outputs)
+        if key in nodes:
+            return
+        indices.setdefault(layer, len(indices))
+        parents = []
+        if not isinstance(layer, InputLayer) and var not in inputs:
+            for parent in _flatten(call_inputs):
+                visit(parent)
+                parents.append(id(parent._keras_history[2]))
+        nodes[key] = (layer, parents)
+
+    for var in model.outputs:
+        visit(var)
+    return nodes, indices
+
+
+def _input_layer_config(layer):
+    return keras_object("keras.layers", "InputLayer", {
+        "batch_shape": list(layer.batch_shape), "dtype": layer.dtype, "sparse": False,
+        "ragged": False, "name": layer.name, "optional": False})
+
+
+def model_to_keras(model):
+    """The ``config.json`` object of a Sequential or functional model (no compile config)."""
+    if _is_sequential(model):
+        return _sequential_to_keras(model)
+    if _is_functional(model):
+        return _functional_to_keras(model)
+    raise ValueError(f"cannot write model {model.name!r} ({type(model).__name__}) to a Keras "
+                     f".keras file: only Sequential and functional models can be; use "
+                     f"save_weights, or {HIAPI_SUGGESTION}")
+
+
+def _layer_to_keras(layer):
+    if _is_sequential(layer) or _is_functional(layer):
+        return model_to_keras(layer)
+    config = to_keras(layer)
+    if getattr(layer, "_build_input_shape", None) is not None:
+        config["build_config"] = {"input_shape": _shape_list(layer._build_input_shape)}
+    return config
+
+
+def _shape_list(shape):
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+        return [_shape_list(s) for s in shape]
+    return list(shape)
+
+
+def _sequential_to_keras(model):
+    if model._input_shape is None:
+        raise ValueError(f"cannot write model {model.name!r} to a Keras .keras file: it has "
+                         f"no input shape yet (start it with hiapi.Input or build it)")
+    batch_shape = [None, *model._input_shape[1:]]
+    first = next((l for l in model.layers if isinstance(l, InputLayer)), None)
+    input_config = _input_layer_config(first) if first is not None else keras_object(
+        "keras.layers", "InputLayer", {"batch_shape": batch_shape,
+                                       "dtype": model._input_dtype or "float32",
+                                       "sparse": False, "ragged": False,
+                                       "name": "input_layer", "optional": False})
+    layers = [input_config] + [_layer_to_keras(l) for l in keras_layers(model)]
+    return {"module": "keras", "class_name": "Sequential", "config": {
+        "name": model.name, "trainable": model.trainable, "dtype": dtype_policy(model.dtype),
+        "layers": layers, "build_input_shape": batch_shape},
+        "registered_name": None, "build_config": {"input_shape": batch_shape}}
+
+
+def _functional_to_keras(model):
+    from hiapi.models.op_node import OpNode
+    calls = {}         # layer -> its calls in this model, in order
+    refs = {}          # var -> [layer name, call index, output index]
+    for var in model.inputs:
+        refs[var] = [var._keras_history[0].name, 0, 0]
+    for layer, call_inputs, call_outputs in model._nodes:
+        if isinstance(layer, OpNode):
+            raise ValueError(f"cannot write model {model.name!r} to a Keras .keras file: it "
+                             f"applies the operation {layer.get_config()!r} directly to "
+                             f"tensors, which Keras records differently; wrap it in a layer, "
+                             f"or {HIAPI_SUGGESTION}")
+        index = len(calls.setdefault(layer, []))
+        calls[layer].append(call_inputs)
+        for j, var in enumerate(_flatten(call_outputs)):
+            refs[var] = [layer.name, index, j]
+    tensor = lambda var: {"class_name": "__keras_tensor__", "config": {
+        "shape": list(var.shape), "dtype": var.dtype.name, "keras_history": refs[var]}}
+    layers = []
+    for layer in keras_layers(model):
+        if isinstance(layer, InputLayer):
+            entry, nodes = _input_layer_config(layer), []
+        else:
+            entry = _layer_to_keras(layer)
+            nodes = [{"args": list(_map(tensor, inputs)) if isinstance(inputs, PositionalInputs)
+                      else [_map(tensor, inputs)], "kwargs": {}} for inputs in calls[layer]]
+        layers.append({**entry, "name": layer.name, "inbound_nodes": nodes})
+    ends = lambda structure: refs[structure] if not isinstance(structure, (list, tuple, dict)) \
+        else _map(refs.__getitem__, structure)
+    return {"module": "keras.src.models.functional", "class_name": "Functional", "config": {
+        "name": model.name, "trainable": model.trainable, "layers": layers,
+        "input_layers": ends(model._inputs_struct),
+        "output_layers": ends(model._outputs_struct)},
+        "registered_name": "Functional", "build_config": {"input_shape": None}}
+
+
+def model_from_keras(entry, get_class, filepath):
+    """A hiapi model from a Keras Sequential or Functional ``config.json`` object."""
+    class_name, config = entry["class_name"], entry["config"]
+    if class_name == "Sequential":
+        return _sequential_from_keras(config, get_class, filepath)
+    if class_name in ("Functional", "Model") and "layers" in config:
+        return _functional_from_keras(config, get_class, filepath)
+    raise ValueError(f"{filepath}: the model is a {class_name!r} (a subclassed Keras model); "
+                     f"hiapi reads Sequential and functional models from .keras files")
+
+
+def _layer_from_keras(entry, get_class, filepath):
+    if entry["class_name"] in ("Sequential", "Functional"):
+        return model_from_keras(entry, get_class, filepath)
+    return from_keras(entry, get_class, filepath)
+
+
+def _input_from_keras(config):
+    shape = config.get("batch_shape") or [None, *config["batch_input_shape"][1:]]
+    return Input(shape=shape[1:], batch_size=shape[0], dtype=config.get("dtype") or None,
+                 name=config.get("name"))
+
+
+def _sequential_from_keras(config, get_class, filepath):
+    from hiapi.models import Sequential
+    entries = list(config["layers"])
+    if entries and entries[0]["class_name"] == "InputLayer":
+        stack = [_input_from_keras(entries.pop(0)["config"])]
+    elif config.get("build_input_shape"):
+        stack = [Input(shape=config["build_input_shape"][1:])]
+    else:
+        stack = []
+    stack += [_layer_from_keras(e, get_class, filepath) for e in entries]
+    return Sequential(stack, name=config.get("name"), trainable=config.get("trainable", True))
+
+
+def _functional_from_keras(config, get_class, filepath):
+    from hiapi.models import Model
+    outputs, inputs, pending = {}, {}, []
+    for entry in config["layers"]:
+        name = entry.get("name") or entry["config"]["name"]
+        if entry["class_name"] == "InputLayer":
+            inputs[name] = _input_from_keras(entry["config"])
+            outputs[(name, 0)] = [inputs[name]]
+            continue
+        layer = _layer_from_keras(entry, get_class, filepath)
+        pending += [(layer, name, i, node) for i, node in enumerate(entry["inbound_nodes"])]
+    while pending:
+        ready = [p for p in pending if _tensors_known(p[3], outputs)]
+        if not ready:
+            raise ValueError(f"{filepath}: layer {pending[0][1]!r} is called on tensors no "
+                             f"layer of the model produces")
+        for item in ready:
+            layer, name, index, node = item
+            outputs[(name, index)] = _flatten(_call(layer, node, outputs, filepath, name))
+            pending.remove(item)
+    resolve = lambda ref: outputs[(ref[0], ref[1])][ref[2]]
+    return Model(_ends(config["input_layers"], resolve), _ends(config["output_layers"], resolve),
+                 name=config.get("name"), trainable=config.get("trainable", True))
+
+
+def _is_tensor(value):
+    return isinstance(value, dict) and value.get("class_name") == "__keras_tensor__"
+
+
+def _tensor_refs(structure):
+    if _is_tensor(structure):
+        return [structure["config"]["keras_history"]]
+    if isinstance(structure, dict):
+        structure = list(structure.values())
+    if isinstance(structure, list):
+        return [ref for item in structure for ref in _tensor_refs(item)]
+    return []
+
+
+def _tensors_known(node, outputs):
+    return all((ref[0], ref[1]) in outputs for ref in _tensor_refs(node["args"]))
+
+
+def _call(layer, node, outputs, filepath, name):
+    if _tensor_refs(node.get("kwargs", {})):
+        raise ValueError(f"{filepath}: layer {name!r} is called with tensors as keyword "
+                         f"arguments ({', '.join(node['kwargs'])}), which hiapi does not read")
+
+    def resolve(value):
+        if _is_tensor(value):
+            ref = value["config"]["keras_history"]
+            return outputs[(ref[0], ref[1])][ref[2]]
+        if isinstance(value, list):
+            return [resolve(item) for item in value]
+        if isinstance(value, dict):
+            return {key: resolve(item) for key, item in value.items()}
+        return value
+    args = [resolve(arg) for arg in node["args"]]
+    return layer(args[0]) if len(args) == 1 else layer(*args)
+
+
+def _ends(structure, resolve):
+    """``input_layers``/``output_layers``: one ``[name, node, index]`` triple, or a list or
+    dict of them."""
+    if isinstance(structure, dict):
+        return {key: _ends(value, resolve) for key, value in structure.items()}
+    if len(structure) == 3 and isinstance(structure[0], str) and isinstance(structure[1], int):
+        return resolve(structure)
+    return [_ends(item, resolve) for item in structure]

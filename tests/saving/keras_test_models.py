@@ -1,0 +1,84 @@
+"""The five models of the Keras-format tests, built with hiapi (tests/saving/data/
+make_keras_models.py builds the same ones with Keras): an MLP, the MNIST convnet, a
+batch-norm model, an LSTM/GRU model and a functional model with two inputs and three outputs.
+Each builder returns (compiled model, inputs, targets)."""
+import numpy as np
+
+import hiapi
+from hiapi import layers
+
+
+def _rng():
+    return np.random.default_rng(1)
+
+
+def mlp():
+    rng = _rng()
+    model = hiapi.Sequential([hiapi.Input((8,)), layers.Dense(16, activation="relu"),
+                              layers.Dense(3, activation="softmax")], name="mlp")
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    return model, rng.normal(size=(4, 8)).astype("float32"), rng.integers(0, 3, 4)
+
+
+def mnist_convnet():
+    rng = _rng()
+    model = hiapi.Sequential([
+        hiapi.Input((28, 28, 1)), layers.Conv2D(32, 3, activation="relu"),
+        layers.MaxPooling2D(2), layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(2), layers.Flatten(), layers.Dropout(0.5),
+        layers.Dense(10, activation="softmax")], name="mnist_convnet")
+    model.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    x = rng.normal(size=(2, 28, 28, 1)).astype("float32")
+    return model, x, np.eye(10, dtype="float32")[rng.integers(0, 10, 2)]
+
+
+def batch_norm():
+    rng = _rng()
+    model = hiapi.Sequential([
+        hiapi.Input((6, 6, 2)), layers.Conv2D(4, 3, padding="same", use_bias=False),
+        layers.BatchNormalization(momentum=0.5), layers.Activation("relu"),
+        layers.GlobalAveragePooling2D(), layers.Dense(6), layers.BatchNormalization(),
+        layers.Dense(1)], name="batch_norm")
+    model.compile(optimizer=hiapi.optimizers.RMSprop(learning_rate=0.01), loss="mse",
+                  metrics=["mae"])
+    x = rng.normal(size=(4, 6, 6, 2)).astype("float32")
+    return model, x, rng.normal(size=(4, 1)).astype("float32")
+
+
+def recurrent():
+    rng = _rng()
+    inputs = hiapi.Input((5, 3))
+    x = layers.LSTM(4, return_sequences=True)(inputs)
+    x = layers.GRU(3)(x)
+    model = hiapi.Model(inputs, layers.Dense(2)(x), name="recurrent")
+    model.compile(optimizer=hiapi.optimizers.SGD(learning_rate=0.05, momentum=0.9),
+                  loss="mse")
+    x = rng.normal(size=(3, 5, 3)).astype("float32")
+    return model, x, rng.normal(size=(3, 2)).astype("float32")
+
+
+def multi_output():
+    rng = _rng()
+    image = hiapi.Input((8,), name="features")
+    extra = hiapi.Input((3,), name="extra")
+    shared = layers.Dense(6, activation="tanh", name="trunk")(image)
+    merged = layers.Concatenate()([shared, extra])
+    score = layers.Dense(1, name="score")(merged)
+    label = layers.Dense(4, activation="softmax", name="label")(shared)
+    residual = layers.Add()([layers.Dense(6, name="branch")(merged), shared])
+    model = hiapi.Model([image, extra], [score, label, residual], name="multi_output")
+    model.compile(optimizer="adam", loss=["mse", "sparse_categorical_crossentropy", "mae"],
+                  loss_weights=[1.0, 0.5, 0.1])
+    x = [rng.normal(size=(4, 8)).astype("float32"), rng.normal(size=(4, 3)).astype("float32")]
+    y = [rng.normal(size=(4, 1)).astype("float32"), rng.integers(0, 4, 4),
+         rng.normal(size=(4, 6)).astype("float32")]
+    return model, x, y
+
+
+MODELS = {build.__name__: build for build in (mlp, mnist_convnet, batch_norm, recurrent,
+                                               multi_output)}
+
+
+def as_list(value):
+    return list(value) if isinstance(value, (list, tuple)) else [value]
