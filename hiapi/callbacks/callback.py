@@ -3,33 +3,41 @@
 A callback reads (and may add to) the ``logs`` dict and can stop training by setting
 ``self.model.stop_training = True``; it never touches backend arrays.
 """
+from __future__ import annotations
+
+from typing import Any, Optional
+
+#: what the hooks get: metric name -> value (None where a hook has nothing to report)
+Logs = Optional[dict[str, Any]]
 
 
 class Callback:
-    def __init__(self):
-        self.model = None
-        self.params = {}
+    def __init__(self) -> None:
+        # the Model being trained, once ``set_model`` is called (Any: hooks read and set its
+        # attributes freely, ``self.model.stop_training = True``, as in Keras)
+        self.model: Any = None
+        self.params: dict[str, Any] = {}
 
-    def set_model(self, model):
+    def set_model(self, model: Any) -> None:
         self.model = model
 
-    def set_params(self, params):
+    def set_params(self, params: dict[str, Any]) -> None:
         self.params = params
 
-    def on_train_begin(self, logs=None): pass
-    def on_train_end(self, logs=None): pass
-    def on_epoch_begin(self, epoch, logs=None): pass
-    def on_epoch_end(self, epoch, logs=None): pass
-    def on_train_batch_begin(self, batch, logs=None): pass
-    def on_train_batch_end(self, batch, logs=None): pass
-    def on_test_begin(self, logs=None): pass
-    def on_test_end(self, logs=None): pass
-    def on_test_batch_begin(self, batch, logs=None): pass
-    def on_test_batch_end(self, batch, logs=None): pass
-    def on_predict_begin(self, logs=None): pass
-    def on_predict_end(self, logs=None): pass
-    def on_predict_batch_begin(self, batch, logs=None): pass
-    def on_predict_batch_end(self, batch, logs=None): pass
+    def on_train_begin(self, logs: Logs = None) -> None: pass
+    def on_train_end(self, logs: Logs = None) -> None: pass
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None: pass
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None: pass
+    def on_train_batch_begin(self, batch: int, logs: Logs = None) -> None: pass
+    def on_train_batch_end(self, batch: int, logs: Logs = None) -> None: pass
+    def on_test_begin(self, logs: Logs = None) -> None: pass
+    def on_test_end(self, logs: Logs = None) -> None: pass
+    def on_test_batch_begin(self, batch: int, logs: Logs = None) -> None: pass
+    def on_test_batch_end(self, batch: int, logs: Logs = None) -> None: pass
+    def on_predict_begin(self, logs: Logs = None) -> None: pass
+    def on_predict_end(self, logs: Logs = None) -> None: pass
+    def on_predict_batch_begin(self, batch: int, logs: Logs = None) -> None: pass
+    def on_predict_batch_end(self, batch: int, logs: Logs = None) -> None: pass
 
 
 class CallbackList:

@@ -1,7 +1,10 @@
 """``ModelCheckpoint`` and ``BackupAndRestore``: files written during training, atomically, so
 a run killed at any moment leaves the previous checkpoint loadable."""
+from __future__ import annotations
+
 import os
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -17,9 +20,11 @@ class ModelCheckpoint(Callback):
     when ``monitor`` improves.
     """
 
-    def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False,
-                 save_weights_only=False, mode="auto", save_freq="epoch",
-                 initial_value_threshold=None):
+    def __init__(self, filepath: str | os.PathLike[str], monitor: str = "val_loss",
+                 verbose: int = 0, save_best_only: bool = False, save_weights_only: bool = False,
+                 mode: Literal["auto", "min", "max"] = "auto",
+                 save_freq: Literal["epoch"] | int = "epoch",
+                 initial_value_threshold: float | None = None) -> None:
         super().__init__()
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
             raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive "
@@ -72,7 +77,9 @@ class BackupAndRestore(Callback):
 
     FILENAME = "latest.hiapi"
 
-    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True):
+    def __init__(self, backup_dir: str | os.PathLike[str],
+                 save_freq: Literal["epoch"] | int = "epoch",
+                 delete_checkpoint: bool = True) -> None:
         super().__init__()
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
             raise ValueError(f"BackupAndRestore: save_freq must be 'epoch' or a positive "

@@ -1,4 +1,8 @@
 """``EarlyStopping``: stop when a monitored value has stopped improving (Keras semantics)."""
+from __future__ import annotations
+
+from typing import Literal
+
 from hiapi.callbacks.callback import Callback
 from hiapi.callbacks.monitor import Monitor
 
@@ -7,8 +11,10 @@ class EarlyStopping(Callback):
     """Stop after ``patience`` epochs without an improvement of more than ``min_delta``; with
     ``restore_best_weights`` the weights of the best epoch are put back at the end."""
 
-    def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto",
-                 baseline=None, restore_best_weights=False, start_from_epoch=0):
+    def __init__(self, monitor: str = "val_loss", min_delta: float = 0, patience: int = 0,
+                 verbose: int = 0, mode: Literal["auto", "min", "max"] = "auto",
+                 baseline: float | None = None, restore_best_weights: bool = False,
+                 start_from_epoch: int = 0) -> None:
         super().__init__()
         self.watch = Monitor("EarlyStopping", monitor, mode, min_delta)
         self.patience, self.verbose, self.baseline = patience, verbose, baseline

@@ -1,14 +1,16 @@
 """``History``: the per-epoch logs that ``fit`` returns."""
+from __future__ import annotations
+
 from hiapi.callbacks.callback import Callback
 
 
 class History(Callback):
     """``history.history`` maps each log name to a list with one value per epoch."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.history = {}
-        self.epoch = []
+        self.history: dict[str, list[float]] = {}
+        self.epoch: list[int] = []
 
     def on_train_begin(self, logs=None):
         self.epoch = []

@@ -1,5 +1,9 @@
 """Callbacks that set the learning rate: ``LearningRateScheduler`` and ``ReduceLROnPlateau``.
 Both write the rate into the epoch's logs as ``learning_rate`` (so History records it)."""
+from __future__ import annotations
+
+from typing import Callable, Literal
+
 import numpy as np
 
 from hiapi.callbacks.callback import Callback
@@ -15,7 +19,7 @@ def _require_plain_rate(owner, optimizer):
 class LearningRateScheduler(Callback):
     """At the start of each epoch, ``lr = schedule(epoch, lr)``."""
 
-    def __init__(self, schedule, verbose=0):
+    def __init__(self, schedule: Callable[[int, float], float], verbose: int = 0) -> None:
         super().__init__()
         self.schedule, self.verbose = schedule, verbose
 
@@ -38,8 +42,9 @@ class ReduceLROnPlateau(Callback):
     """Multiply the rate by ``factor`` after ``patience`` epochs without improvement, then
     wait ``cooldown`` epochs; never below ``min_lr``."""
 
-    def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto",
-                 min_delta=1e-4, cooldown=0, min_lr=0.0):
+    def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10,
+                 verbose: int = 0, mode: Literal["auto", "min", "max"] = "auto",
+                 min_delta: float = 1e-4, cooldown: int = 0, min_lr: float = 0.0) -> None:
         super().__init__()
         if factor >= 1.0:
             raise ValueError(f"ReduceLROnPlateau: factor must be < 1, got {factor!r}")

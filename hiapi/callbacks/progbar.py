@@ -6,6 +6,8 @@ one plain line at the end of the epoch instead (``"50/50 - 2s 31ms/step - loss: 
 Keras does: a bar redrawn with carriage returns turns a log file into one huge line per epoch.
 ``verbose=2``: one line per epoch. ``verbose=0``: nothing.
 """
+from __future__ import annotations
+
 import sys
 import time
 
@@ -39,7 +41,7 @@ def is_interactive(stream):
 
 
 class ProgbarLogger(Callback):
-    def __init__(self, verbose=1):
+    def __init__(self, verbose: int = 1) -> None:
         super().__init__()
         self.verbose = verbose
         self._bar = None

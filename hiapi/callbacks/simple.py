@@ -1,7 +1,10 @@
 """Small callbacks: ``TerminateOnNaN``, ``LambdaCallback``, ``CSVLogger``."""
+from __future__ import annotations
+
 import csv
 import math
 import os
+from typing import Any, Callable
 
 from hiapi.callbacks.callback import Callback
 
@@ -22,7 +25,7 @@ class LambdaCallback(Callback):
     HOOKS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
              "on_train_batch_begin", "on_train_batch_end")
 
-    def __init__(self, **hooks):
+    def __init__(self, **hooks: Callable[..., Any] | None) -> None:
         super().__init__()
         unknown = set(hooks) - set(self.HOOKS)
         if unknown:
@@ -37,7 +40,8 @@ class CSVLogger(Callback):
     """One CSV row per epoch (``epoch`` then the logs in sorted order). With ``append=True``
     an existing file is continued, without a second header, as when resuming a run."""
 
-    def __init__(self, filename, separator=",", append=False):
+    def __init__(self, filename: str | os.PathLike[str], separator: str = ",",
+                 append: bool = False) -> None:
         super().__init__()
         self.filename, self.separator, self.append = os.fspath(filename), separator, append
         self.keys, self._file = None, None

@@ -10,10 +10,13 @@ Keras and hiapi runs overlay in one chart.
               callbacks=[hiapi.callbacks.TensorBoard("logs", histogram_freq=1)])
     # then: tensorboard --logdir logs
 """
+from __future__ import annotations
+
 import numbers
 import os
 import time
 import warnings
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -112,9 +115,12 @@ class TensorBoard(Callback):
     same numbers, and one set of files is what TensorBoard should read.
     """
 
-    def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
-                 write_steps_per_second=False, update_freq="epoch", profile_batch=0,
-                 embeddings_freq=0, embeddings_metadata=None):
+    def __init__(self, log_dir: str | os.PathLike[str] = "logs", histogram_freq: int = 0,
+                 write_graph: bool = True, write_images: bool = False,
+                 write_steps_per_second: bool = False,
+                 update_freq: Literal["epoch", "batch"] | int = "epoch",
+                 profile_batch: int | str | Sequence[int] = 0, embeddings_freq: int = 0,
+                 embeddings_metadata: Any = None) -> None:
         super().__init__()
         if not isinstance(log_dir, (str, os.PathLike)) or not os.fspath(log_dir):
             raise ValueError(f"TensorBoard: log_dir must be a non-empty path, got {log_dir!r}")
@@ -142,7 +148,7 @@ class TensorBoard(Callback):
         if self.embeddings_freq:
             warnings.warn("TensorBoard: embeddings_freq is not honoured by hiapi; no projector "
                           "data will be written.", UserWarning, stacklevel=2)
-        self._writers = {}
+        self._writers: dict[str, Any] = {}      # "train"/"validation" -> tensorboardX writer
         self._in_fit = False
         self._global_train_batch = 0
 
