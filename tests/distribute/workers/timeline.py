@@ -12,7 +12,8 @@ from hiapi import layers
 
 rng = np.random.default_rng(0)
 x, y = rng.random((64, 12)).astype("float32"), rng.integers(0, 3, 64)
-options = {"sparsity": 0.9, "warmup_epochs": 0} if sys.argv[1] == "dgc" else {}
+options = {"sparsity": 0.9, "warmup_epochs": 0, "sparse_exchange": "sparse_allreduce"} \
+    if sys.argv[1] == "dgc" else {}
 strategy = hiapi.distribute.Strategy(compression=sys.argv[1], bucket_cap_mb=0.0005, **options)
 with strategy.scope():
     model = hiapi.Sequential([hiapi.Input(shape=(12,)), layers.Dense(16, activation="relu"),
