@@ -116,6 +116,14 @@ class Strategy:
         """``with strategy.scope():`` around ``compile`` makes the model train with it."""
         return strategy_scope(self)
 
+    def explain(self, model, x, y, batch_size=32, **options):
+        """Measure alpha, beta and the model's compute per step, print the predicted step time
+        per algorithm, bucket size, compression and worker count with the fraction of
+        communication hidden behind the backward pass, and recommend one; returns the numbers
+        as a dict. Collective: call it on every rank (``hiapi.distribute.explain``)."""
+        from hiapi.distribute.explain import explain
+        return explain(self, model, x, y, batch_size, **options)
+
     def scale_lr(self, learning_rate, base_batch=256, per_worker_batch=None):
         """Linear scaling rule (Goyal et al. 2017) for the global batch of all workers:
         ``lr * per_worker_batch * workers / base_batch``; ``per_worker_batch`` defaults to

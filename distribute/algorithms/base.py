@@ -25,6 +25,7 @@ class LinkCosts:
     copy: float         # seconds per byte of a numpy copy, all ranks at once
     barrier: float      # one fence among the ranks of a node
     latency: dict = field(default_factory=dict)     # algorithm name -> seconds for 8 bytes
+    native_gamma: float | None = None   # seconds per byte of MPI's own reduction (its C loop)
 
     def as_dict(self):
         return asdict(self)

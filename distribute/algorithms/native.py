@@ -23,4 +23,5 @@ class NativeAllreduce(AllreduceAlgorithm):
     def bandwidth_time(self, nbytes, costs, size):
         # MPICH: reduce-scatter + allgather (Rabenseifner) beyond a few KB
         share = (size - 1) / size * nbytes
-        return 2 * share * costs.beta + share * costs.gamma
+        gamma = costs.gamma if costs.native_gamma is None else costs.native_gamma
+        return 2 * share * costs.beta + share * gamma

@@ -3,6 +3,7 @@ equals numpy's for odd lengths and several dtypes, blocking and non-blocking, at
 ranks; the hierarchical one also on two pretend nodes; ``auto`` picks the same everywhere."""
 import json
 
+import numpy as np
 import pytest
 
 import hiapi
@@ -27,3 +28,20 @@ def test_unknown_algorithm_is_named():
         hiapi.distribute.world("tree")
     with pytest.raises(ValueError, match="'auto'.*got 'Ring'"):
         hiapi.distribute.Strategy(algorithm="Ring")
+
+
+@pytest.mark.parametrize("ranks, algorithm", [(2, "auto"), (4, "shared_memory")])
+def test_training_with_an_algorithm_equals_one_process(tmp_path, ranks, algorithm):
+    """Buckets reduced by ``algorithm`` (non-blocking, on the background thread) give the
+    weights and logs that native MPI gives: those of one process on the global batch."""
+    from test_mpi import single_process_weights
+    run_mpi(ranks, "train.py", tmp_path, "none", "--algorithm", algorithm, timeout=300)
+    reference, history = single_process_weights(25 * ranks,
+                                                hiapi.optimizers.SGD(0.1, momentum=0.9))
+    logs = [json.load(open(tmp_path / f"history_{r}.json")) for r in range(ranks)]
+    for rank in range(ranks):
+        weights = np.load(tmp_path / f"weights_{rank}.npz")
+        for i, expected in enumerate(reference):
+            np.testing.assert_allclose(weights[f"arr_{i}"], expected, rtol=1e-4, atol=1e-5)
+        assert logs[rank]["history"] == logs[0]["history"]
+    np.testing.assert_allclose(logs[0]["history"]["loss"], history["loss"], rtol=1e-4)

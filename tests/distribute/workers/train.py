@@ -1,6 +1,6 @@
 """Train a small MLP on real MNIST under a Strategy; each rank saves its weights and logs.
 
-usage: train.py OUT_DIR COMPRESSION [--fail-rank R] [--mismatch]
+usage: train.py OUT_DIR COMPRESSION [--fail-rank R] [--mismatch] [--optimizer O] [--algorithm A]
 """
 import argparse
 import json
@@ -16,6 +16,7 @@ parser.add_argument("compression")
 parser.add_argument("--fail-rank", type=int, default=None)
 parser.add_argument("--mismatch", action="store_true")
 parser.add_argument("--optimizer", default="sgd")
+parser.add_argument("--algorithm", default="native")
 args = parser.parse_args()
 
 hiapi.utils.set_random_seed(11)
@@ -24,7 +25,7 @@ x, y = x[:1000] / 255.0, y[:1000]
 options = {"ratio": 0.05} if args.compression == "topk" else \
     {"sparsity": 0.99, "warmup_epochs": 0} if args.compression == "dgc" else {}
 strategy = hiapi.distribute.Strategy(compression=args.compression, bucket_cap_mb=0.05,
-                                     **options)
+                                     algorithm=args.algorithm, **options)
 hidden = 32 + (strategy.rank if args.mismatch else 0)
 with strategy.scope():
     model = hiapi.Sequential([hiapi.Input(shape=(28, 28)), layers.Flatten(),

@@ -1,0 +1,47 @@
+"""``strategy.explain()`` on 2 ranks: the report, the weights left as they were, and the ring's
+and halving/doubling's measured allreduce times (medians of repeats) over the model's
+predictions, at 4 and 16 MB (bandwidth-bound: the sizes whose timing is stable)."""
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import hiapi
+from hiapi import layers
+from hiapi.distribute.algorithms import measure
+from hiapi.distribute.explain import _algorithms
+
+strategy = hiapi.distribute.Strategy()
+with strategy.scope():
+    model = hiapi.Sequential([hiapi.Input(shape=(32,)), layers.Dense(256, activation="relu"),
+                              layers.Dense(10, activation="softmax")])
+    model.compile(optimizer=hiapi.optimizers.SGD(0.1, momentum=0.9),
+                  loss="sparse_categorical_crossentropy")
+rng = np.random.default_rng(strategy.rank)
+x, y = rng.standard_normal((128, 32)).astype("float32"), rng.integers(0, 10, 128)
+before = model.get_weights()
+printed = []
+report = strategy.explain(model, x, y, batch_size=32, print_fn=printed.append)
+assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights())), "weights moved"
+comm = strategy.communicator.comm
+algorithms = [a for a in _algorithms(comm) if a.name in ("ring", "halving_doubling")]
+ratios = []                  # measured / predicted, the constants re-measured each round so
+for _ in range(3):           # both sides see the same load on a shared machine
+    costs = measure(comm, _algorithms(comm), refresh=True)
+    for algorithm in algorithms:
+        for nbytes in (4 << 20, 16 << 20):
+            array = np.ones(nbytes // 4, np.float32)
+            algorithm(array)
+            times = []
+            for _ in range(5):
+                comm.Barrier()
+                start = time.perf_counter()
+                algorithm(array)
+                times.append(time.perf_counter() - start)
+            ratios.append(float(np.median(times)) / algorithm.predict(nbytes, costs))
+model.fit(x, y, batch_size=32, epochs=1, verbose=0)           # still trains afterwards
+report["measured_over_predicted"] = ratios
+report["printed"] = printed
+Path(sys.argv[1], f"explain_{strategy.rank}.json").write_text(json.dumps(report))
