@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ActivationLike", "ArrayLike", "ConstraintLike", "DataFormat", "DTypeLike",
            "InitializerLike", "InputData", "IntOrSequence", "LearningRate", "LossLike",
-           "MetricLike", "OptimizerLike", "RegularizerLike", "Shape", "ShapeLike", "Tensor",
+           "MetricLike", "OptimizerLike", "Predictions", "RegularizerLike", "Shape", "ShapeLike", "Tensor",
            "TensorLike", "Verbose"]
 
 #: a name (``"relu"``), any callable on tensors, or None for the identity
@@ -64,6 +64,8 @@ LearningRate: TypeAlias = Union[float, "LearningRateSchedule"]
 OptimizerLike: TypeAlias = Union[str, "Optimizer"]
 #: a loss name, ``Loss`` object or function(y_true, y_pred); or one per output
 LossLike: TypeAlias = Union[str, Callable[..., Any], Sequence[Any], Mapping[str, Any], None]
+#: ``predict``'s result: one array per output (a list for several, a dict for dict outputs)
+Predictions: TypeAlias = Union[np.ndarray, list[np.ndarray], dict[str, np.ndarray]]
 #: metric names, ``Metric`` objects or functions; or one list per output
 MetricLike: TypeAlias = Union[Sequence[Any], Mapping[str, Any], None]
 

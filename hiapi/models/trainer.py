@@ -4,13 +4,19 @@ One loop for all backends: batches are sliced on the host, fed to a compiled ste
 ``steps.py``), and the step's losses and metric statistics are summed on the host into the
 logged values (``compile_utils.CompiledTargets``), which go to the callbacks and progress bar.
 """
+from __future__ import annotations
+
+from typing import Any, Callable, Literal, Mapping, Sequence
+
 import numpy as np
 
+from hiapi.hints import (ArrayLike, InputData, LossLike, MetricLike, OptimizerLike, Predictions,
+                         Verbose)
 from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
 from hiapi import threads
-from hiapi.callbacks import CallbackList, History, ProgbarLogger
+from hiapi.callbacks import Callback, CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
 from hiapi.callbacks import timeline
 from hiapi.models import data, steps
@@ -20,6 +26,8 @@ from hiapi.models.compile_utils import CompiledTargets
 
 
 class Trainer:
+    name: str            # Layer's: every Model is a Layer and a Trainer
+
     def __init__(self):
         self.compiled = False
         self.optimizer = None
@@ -35,8 +43,10 @@ class Trainer:
         return self._strategy or LOCAL
 
     # ---- compile -----------------------------------------------------------------------------
-    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
-                memory=None, memory_budget=None, **kwargs):
+    def compile(self, optimizer: OptimizerLike = "rmsprop", loss: LossLike = None,
+                loss_weights: Sequence[float] | Mapping[str, float] | None = None,
+                metrics: MetricLike = None, memory: Literal["sublinear"] | None = None,
+                memory_budget: int | str | None = None, **kwargs: Any) -> None:
         """Configure training with Keras's arguments: ``compile(optimizer, loss, metrics)``.
         ``loss``, ``loss_weights`` and ``metrics`` may be given per output (list or dict).
 
@@ -95,7 +105,7 @@ class Trainer:
         return names
 
     @property
-    def metrics_names(self):
+    def metrics_names(self) -> list[str]:
         return self._compiled_targets.log_names if self._compiled_targets else ["loss"]
 
     # ---- data and step functions -------------------------------------------------------------
@@ -174,10 +184,13 @@ class Trainer:
         return function
 
     # ---- fit ---------------------------------------------------------------------------------
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
-            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
-            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
-            validation_batch_size=None, validation_freq=1):
+    def fit(self, x: InputData = None, y: InputData = None, batch_size: int | None = None,
+            epochs: int = 1, verbose: Verbose = "auto", callbacks: Sequence[Callback] | None = None,
+            validation_split: float = 0.0, validation_data: tuple[Any, ...] | InputData = None,
+            shuffle: bool = True, class_weight: Mapping[int, float] | None = None,
+            sample_weight: ArrayLike | None = None, initial_epoch: int = 0,
+            steps_per_epoch: int | None = None, validation_steps: int | None = None,
+            validation_batch_size: int | None = None, validation_freq: int = 1) -> History:
         """Train for ``epochs`` epochs; returns a ``History``. Arguments as in Keras.
         Under a ``hiapi.distribute.Strategy``, ``batch_size`` is per worker."""
         self._require_compiled("fit")
@@ -258,8 +271,10 @@ class Trainer:
         return self.history
 
     # ---- evaluate / predict ------------------------------------------------------------------
-    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
-                 steps=None, callbacks=None, return_dict=False):
+    def evaluate(self, x: InputData = None, y: InputData = None, batch_size: int | None = None,
+                 verbose: Verbose = "auto", sample_weight: ArrayLike | None = None,
+                 steps: int | None = None, callbacks: Sequence[Callback] | None = None,
+                 return_dict: bool = False) -> float | list[float] | dict[str, float]:
         """Loss and metrics over the data: a scalar if there are no metrics, else a list in
         ``metrics_names`` order (a dict with ``return_dict=True``)."""
         self._require_compiled("evaluate")
@@ -295,7 +310,9 @@ class Trainer:
         hooks.on_test_end(logs)
         return logs
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+    def predict(self, x: InputData, batch_size: int | None = None, verbose: Verbose = "auto",
+                steps: int | None = None,
+                callbacks: Sequence[Callback] | None = None) -> Predictions:
         """Model outputs for ``x`` as numpy arrays (a list when the model has several);
         ``x`` may also be a generator or ``PyDataset`` (batches of x, or (x, ...) tuples).
         Each process predicts all of its data, also under a Strategy."""
@@ -324,7 +341,10 @@ class Trainer:
             _single(arrays)
 
     # ---- single batches ----------------------------------------------------------------------
-    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+    def train_on_batch(self, x: InputData, y: InputData = None,
+                       sample_weight: ArrayLike | None = None,
+                       class_weight: Mapping[int, float] | None = None,
+                       return_dict: bool = False) -> float | list[float] | dict[str, float]:
         """One optimizer step on one batch; returns that batch's loss (and metrics)."""
         self._require_compiled("train_on_batch")
         xs, ys, weights = self._prepare(x, y, sample_weight, class_weight)
@@ -336,7 +356,9 @@ class Trainer:
         logs = self._compiled_targets.logs()
         return logs if return_dict else _as_result(logs)
 
-    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+    def test_on_batch(self, x: InputData, y: InputData = None,
+                      sample_weight: ArrayLike | None = None,
+                      return_dict: bool = False) -> float | list[float] | dict[str, float]:
         self._require_compiled("test_on_batch")
         arrays = self._prepare(x, y, sample_weight)
         source = ArrayAdapter(arrays, len(arrays[0][0]), self.distribution.evaluation_plan,
@@ -344,12 +366,12 @@ class Trainer:
         logs = self._run_test(source, CallbackList([], self, {}))
         return logs if return_dict else _as_result(logs)
 
-    def predict_on_batch(self, x):
+    def predict_on_batch(self, x: InputData) -> Predictions:
         xs, _, _ = self._prepare(x)
         outputs = self._step("predict", xs)(*xs)
         return self._as_output_structure(list(outputs))
 
-    def memory_report(self, print_fn=None):
+    def memory_report(self, print_fn: Callable[[str], Any] | None = None) -> None:
         """Print the memory plan of the last compiled train step (see ``hiapi.graph.memory``):
         planned bytes against the lower and upper bounds, parameter and state bytes, and the
         recomputation cost. Run ``fit`` or ``train_on_batch`` first. Like ``summary()`` it
@@ -362,7 +384,8 @@ class Trainer:
         text = memory_report(list(train[-1]._executables.values())[-1], self)
         (print_fn or print)(text)
 
-    def profile(self, x, y, repeats=3, print_fn=None):
+    def profile(self, x: InputData, y: InputData, repeats: int = 3,
+                print_fn: Callable[[str], Any] | None = None) -> list[Any]:
         """Time one train step on ``(x, y)`` (one batch) op by op and place each op type on
         this machine's roofline (``hiapi.profiler``); prints a table and returns its rows."""
         self._require_compiled("profile")
@@ -379,8 +402,9 @@ class Trainer:
         (print_fn or print)(format_profile(rows, roofline))
         return rows
 
-    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False,
-                show_trainable=False, layer_range=None):
+    def summary(self, line_length: int | None = None, positions: Sequence[float] | None = None,
+                print_fn: Callable[[str], Any] | None = None, expand_nested: bool = False,
+                show_trainable: bool = False, layer_range: Sequence[str] | None = None) -> None:
         """Print layers, output shapes and parameter counts, as Keras's ``summary()`` (with its
         arguments); returns None."""
         from hiapi.models.summary import summary_text
