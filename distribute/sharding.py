@@ -154,6 +154,10 @@ class OptimizerSharding:
         self.rank, self.size = communicator.rank, communicator.size
         self._reduced, self._trained = [], []
 
+    def owners(self, variables):
+        """The rank that owns each variable (a pipeline owns them by stage instead)."""
+        return assign_owners(variables, self.size)
+
     def check(self, strategy, backend_name):
         if not strategy.compressor.dense:
             raise NotImplementedError(
@@ -168,7 +172,7 @@ class OptimizerSharding:
     def reduce_to_owners(self, gradients, variables, scale, stats, bucket_cap_bytes):
         """Each gradient summed over workers onto its owner: the owned ones reduced (None for
         the others and for variables without a gradient), in per-owner buckets."""
-        owner_of = dict(zip(map(id, variables), assign_owners(variables, self.size)))
+        owner_of = dict(zip(map(id, variables), self.owners(variables)))
         pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
         self._trained = [v for _, v in pairs]     # what an unsharded optimizer would build for
         reduced, after = {}, scale
@@ -219,7 +223,7 @@ class OptimizerSharding:
         parameters = {id(v) for v in variables}
         new = {id(state): value for state, value in updates if id(state) in parameters}
         out, after = [], self._reduced     # no rank broadcasts before all reductions are done
-        for variable, owner in zip(variables, assign_owners(variables, self.size)):
+        for variable, owner in zip(variables, self.owners(variables)):
             value = new.get(id(variable), variable.read)
             sent = ParameterBroadcast(self.communicator, owner)(*after, value)
             out.append((variable, sent))
@@ -248,7 +252,7 @@ class OptimizerSharding:
         if not optimizer.built:
             optimizer._consolidated = None
             return
-        owner_of = dict(zip(map(id, self._trained), assign_owners(self._trained, self.size)))
+        owner_of = dict(zip(map(id, self._trained), self.owners(self._trained)))
         state = [optimizer.iterations.numpy().copy()]
         for variable, slot_name in self._full_order(optimizer):
             owner = owner_of[id(variable)]

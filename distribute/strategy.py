@@ -69,9 +69,17 @@ class CommunicationStats:
 
 
 class Strategy:
+    def __new__(cls, *args, pipeline_stages=1, **kwargs):
+        """``Strategy(pipeline_stages=K, ...)`` is a ``PipelineStrategy``: one name for every
+        way of splitting training, as in the user's script."""
+        if cls is Strategy and pipeline_stages != 1:
+            from hiapi.distribute.pipeline import PipelineStrategy
+            cls = PipelineStrategy
+        return super().__new__(cls)
+
     def __init__(self, compression="none", bucket_cap_mb=25, algorithm="native",
                  communicator=None, shard_optimizer_state=False, overlap=True,
-                 sparse_exchange="auto", **compression_options):
+                 sparse_exchange="auto", pipeline_stages=1, **compression_options):
         # NCCL in place of MPI's collectives when the backend keeps arrays on the GPU
         self.communicator = communicator or for_backend(world(algorithm), get_backend().name)
         self.rank, self.size = self.communicator.rank, self.communicator.size

@@ -1,0 +1,82 @@
+"""Where to cut a Sequential model into pipeline stages.
+
+By default the cut balances estimated cost: each layer's forward FLOPs (from the graph it
+traces, with the cost model the profiler uses, ``hiapi.graph.memory.cost.flops``), times
+three for forward plus backward, and the split minimises the slowest stage (the classic
+linear-partition dynamic programme, exact for contiguous stages). ``pipeline_split=[names]``
+names the first layer of stages 1..K-1 instead.
+"""
+import numpy as np
+
+from hiapi.graph import placeholder
+from hiapi.graph.memory.cost import flops
+from hiapi.graph.op import Spec
+from hiapi.graph.schedule import topological_order
+from hiapi.layers.layer_io import not_a_node
+from hiapi.layers.tracing import collect_state
+
+
+def stage_layers(model):
+    """The layers a pipeline cuts between: a Sequential model's stack."""
+    stack = getattr(model, "_stack", None)
+    if stack is None:
+        raise NotImplementedError(
+            f"Strategy(pipeline_stages=...): model {model.name!r} is a "
+            f"{type(model).__name__}; pipelines cut Sequential models (layers in one chain)")
+    return list(stack)
+
+
+def layer_costs(layers, input_shape, input_dtype, batch):
+    """Estimated FLOPs of forward plus backward of each layer, for ``batch`` samples."""
+    costs = []
+    shape, dtype = (batch,) + tuple(input_shape[1:]), input_dtype
+    for layer in layers:
+        x = placeholder(shape, dtype)
+        with collect_state(), not_a_node():
+            y = layer(x, training=True)
+        order = topological_order([y])
+        specs = {v: Spec(tuple(v.shape), np.dtype(v.dtype)) for v in order}
+        costs.append(3 * sum(flops(v, specs) for v in order))
+        shape, dtype = tuple(y.shape), y.dtype
+    return costs
+
+
+def balanced_split(costs, stages):
+    """Start index of each stage that minimises the largest stage cost."""
+    n = len(costs)
+    if stages > n:
+        raise ValueError(f"Strategy: pipeline_stages={stages} is more than the model's {n} "
+                         f"layers")
+    prefix = np.concatenate([[0.0], np.cumsum(costs, dtype=np.float64)])
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(stages + 1)]   # best[k][i]: first i layers, k stages
+    cut = [[0] * (n + 1) for _ in range(stages + 1)]
+    best[0][0] = 0.0
+    for k in range(1, stages + 1):
+        for i in range(k, n + 1):
+            for j in range(k - 1, i):                        # the last stage is layers j..i-1
+                value = max(best[k - 1][j], prefix[i] - prefix[j])
+                if value < best[k][i]:
+                    best[k][i], cut[k][i] = value, j
+    starts, i = [], n
+    for k in range(stages, 0, -1):
+        i = cut[k][i]
+        starts.append(i)
+    return starts[::-1]
+
+
+def split_from_names(layers, names, stages):
+    """Stage starts from the names of the first layer of stages 1..K-1."""
+    index = {layer.name: i for i, layer in enumerate(layers)}
+    if len(names) != stages - 1:
+        raise ValueError(f"Strategy: pipeline_split names the first layer of stages 1..K-1: "
+                         f"{stages - 1} names for pipeline_stages={stages}, got {list(names)}")
+    unknown = [name for name in names if name not in index]
+    if unknown:
+        raise ValueError(f"Strategy: pipeline_split names layers {unknown} that the model does "
+                         f"not have (its layers: {list(index)})")
+    starts = [0] + [index[name] for name in names]
+    if any(b <= a for a, b in zip(starts, starts[1:])):
+        raise ValueError(f"Strategy: pipeline_split {list(names)} must name layers in model "
+                         f"order, each after the previous (every stage needs a layer)")
+    return starts

@@ -1,0 +1,108 @@
+"""One pipeline stage's compiled programs: a contiguous run of a Sequential model's layers.
+
+- ``forward`` (every stage but the last): boundary activation in, boundary activation out.
+- ``backward``: the stage's forward again (GPipe's re-materialisation: a stage keeps only the
+  activation that *enters* it per micro-batch, not every intermediate one), then the gradient
+  of ``sum(output * output_gradient)`` (a vector-Jacobian product) for the entering activation
+  and the stage's parameters. The last stage's backward starts from the loss instead, scaled by
+  the micro-batch's share of the global batch, and also returns the loss and metric outputs.
+  Layers' state updates (batch-norm statistics, random-number counters) and regularisation
+  losses live here, applied once per micro-batch.
+- ``update``: the optimizer's step for the stage's parameters from accumulated gradients, so
+  the optimizer builds slots for this stage's parameters only.
+
+Each is an ordinary ``Function``, so every stage gets its own memory plan covering its own
+layers only: the point of pipelining a model too big for one worker.
+"""
+import numpy as np
+
+from hiapi.graph import Function, grad, ops, placeholder
+from hiapi.layers.layer_io import not_a_node
+from hiapi.layers.seeded import SeededLayer
+from hiapi.layers.tracing import collect_state
+
+
+def _unique(variables):
+    seen, out = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+class StagePrograms:
+    def __init__(self, model, layers, index, stages, input_spec, targets=None):
+        """``input_spec``: (shape with None batch, dtype) of the activation entering the stage.
+        ``targets``: for the last stage, ``(compiled_targets, ys, weighted)``."""
+        self.index, self.layers = index, layers
+        self.first, self.last = index == 0, index == stages - 1
+        self.params = _unique(w for layer in layers for w in layer.trainable_weights)
+        self.variables = _unique([w for layer in layers for w in layer.weights] +
+                                 [v for layer in layers for v in layer.state_variables])
+        self.counters = [layer.counter for layer in _walk(layers)
+                         if isinstance(layer, SeededLayer) and layer.built]
+        self.input_spec = input_spec
+        if not self.last:
+            x = placeholder(*input_spec, name=f"stage{index}_input")
+            y, _ = self._apply(x)
+            self.output_spec = (tuple(y.shape), y.dtype)
+            self.forward = Function([x], [y], name=f"pipeline_stage{index}_forward")
+        self.backward = self._backward(model, targets)
+
+    def _apply(self, x):
+        with collect_state() as state, not_a_node():
+            y = x
+            for layer in self.layers:
+                y = layer(y, training=True)
+        return y, state
+
+    def _wrt(self, x):
+        """What the backward differentiates for: the entering activation (not on the first
+        stage, whose input is data) and the parameters."""
+        self.sends_gradient = not self.first and np.dtype(x.dtype).kind == "f"
+        return ([x] if self.sends_gradient else []) + [p.read for p in self.params]
+
+    def _backward(self, model, targets):
+        x = placeholder(*self.input_spec, name=f"stage{self.index}_input")
+        scale = placeholder((), "float32", name="micro_batch_share")
+        y, state = self._apply(x)
+        if self.last:
+            compiled, ys, weighted = targets
+            targeted, weights = compiled.placeholders([y], ys, weighted)
+            results = compiled.build(targeted, [y], weights, state.losses)
+            self.result_count = len(results)
+            objective = results[0] * ops.cast(scale, results[0].dtype)
+            feeds = [x] + targeted + (weights if weighted else []) + [scale]
+            outputs = results
+        else:
+            g = placeholder(tuple(y.shape), y.dtype, name=f"stage{self.index}_output_gradient")
+            objective = ops.sum(y * g)
+            regularization = ops.constant(0.0, objective.dtype)
+            for term in state.losses:
+                regularization = regularization + ops.cast(term, objective.dtype)
+            regularization = regularization * ops.cast(scale, objective.dtype)
+            objective = objective + regularization
+            feeds, outputs = [x, g, scale], [regularization]
+        wrt = self._wrt(x)
+        gradients = [g if g is not None else ops.constant(np.zeros(
+            tuple(d or 0 for d in w.shape), w.dtype)) for g, w in zip(grad(objective, wrt), wrt)]
+        return Function(feeds, outputs + gradients, state.updates,
+                        name=f"pipeline_stage{self.index}_backward")
+
+    def build_update(self, optimizer):
+        gradients = [placeholder(p.shape, p.dtype, name=f"{p.name}/accumulated_gradient")
+                     for p in self.params]
+        updates = optimizer.get_updates(gradients, self.params)
+        self.update = Function(gradients + optimizer.step_inputs(), [], updates,
+                               name=f"pipeline_stage{self.index}_update")
+
+    def set_counters(self, value_of):
+        for counter in self.counters:
+            counter.assign(np.asarray(value_of(counter), counter.dtype))
+
+
+def _walk(layers):
+    for layer in layers:
+        yield layer
+        yield from _walk(getattr(layer, "_sublayers", ()))

@@ -1,0 +1,227 @@
+"""``Strategy(pipeline_stages=K, micro_batches=M, schedule="gpipe"|"1f1b")``: a Sequential model
+cut into K stages, one per rank, trained with micro-batches (the seed notes on pipeline
+parallelism; GPipe, Huang et al. 2019; PipeDream-Flush's 1F1B, Narayanan et al. 2021).
+
+    strategy = hiapi.distribute.Strategy(pipeline_stages=4, micro_batches=8)
+    with strategy.scope():
+        model = make_model()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    model.fit(x, y, batch_size=256, epochs=5)     # mpiexec -n 4 python train.py
+
+What it does:
+
+- the stage boundaries are chosen to balance estimated cost (``split.py``), or named with
+  ``pipeline_split=[first layer of stage 1, ...]``; ``strategy.explain()`` prints them;
+- each rank compiles its stage's programs only (``stage.py``): its memory plan covers its own
+  layers, and its optimizer keeps the slots of its own parameters;
+- each global batch is split into M micro-batches run in the chosen schedule (``train_step.py``),
+  with one optimizer update per global batch, so training equals one process on the same batch
+  (batch normalisation and random layers work per micro-batch, as in GPipe);
+- at the end of each epoch's training (before validation and the epoch's callbacks) and of
+  ``fit``, every stage broadcasts its weights, so ``evaluate``, ``predict``, ``get_weights`` and
+  saving see the trained model on every rank; saving gathers the optimizer state onto rank 0
+  (as with sharded state, ``hiapi.distribute.sharding``), so the file equals a single-process
+  one and resuming hands each stage its own slots. Evaluation runs the whole model on every rank.
+
+Run without ``mpiexec``, the same script trains in one process, with the micro-batches.
+Not yet: combining the pipeline with data parallelism (``mpiexec -n D*K``) and tensor
+parallelism; functional (non-chain) models.
+"""
+import warnings
+
+import numpy as np
+
+from hiapi.distribute import sharding
+from hiapi.distribute.data_agreement import agree_counts
+from hiapi.distribute.pipeline import schedules, split
+from hiapi.distribute.pipeline.stage import StagePrograms
+from hiapi.distribute.pipeline.train_step import PipelineStats, PipelineTrainStep
+from hiapi.distribute.strategy import Strategy
+from hiapi.models import data, steps
+from hiapi.models.distribution import LOCAL
+
+
+class StageOwnership(sharding.OptimizerSharding):
+    """Optimizer state owned by stage: each parameter's slots live on its stage's rank."""
+
+    def __init__(self, communicator, stage_of):
+        super().__init__(communicator)
+        self.stage_of = stage_of
+
+    def owners(self, variables):
+        return [self.stage_of[id(v)] for v in variables]
+
+
+class PipelineStrategy(Strategy):
+    def __init__(self, pipeline_stages=2, micro_batches=None, schedule="1f1b",
+                 pipeline_split=None, tensor_parallel=1, communicator=None,
+                 algorithm="native"):
+        super().__init__(communicator=communicator, algorithm=algorithm)
+        stages = int(pipeline_stages)
+        if stages != pipeline_stages or stages < 2:
+            raise ValueError(f"Strategy: pipeline_stages must be an integer >= 2, got "
+                             f"{pipeline_stages!r}")
+        if tensor_parallel != 1:
+            raise NotImplementedError(f"Strategy(tensor_parallel={tensor_parallel!r}): tensor "
+                                      f"parallelism is not implemented yet; use 1")
+        if self.size not in (1, stages):
+            raise ValueError(
+                f"Strategy(pipeline_stages={stages}) runs one stage per rank: start it with "
+                f"mpiexec -n {stages} (this job has {self.size} ranks); combining pipeline "
+                f"and data parallelism (mpiexec -n D*{stages}) is not supported yet")
+        self.schedule_name = schedule
+        self.schedule = schedules.get(schedule)
+        if self.size == 1:
+            warnings.warn(f"Strategy(pipeline_stages={stages}) without mpiexec: all stages run "
+                          f"in this one process (the micro-batches are kept)", UserWarning,
+                          stacklevel=2)
+        self.requested_stages = stages
+        self.pipeline_stages = self.size          # one stage per rank (1 without mpiexec)
+        self.micro_batches = int(micro_batches) if micro_batches is not None else 4 * stages
+        if self.micro_batches < 1:
+            raise ValueError(f"Strategy: micro_batches must be a positive integer, got "
+                             f"{micro_batches!r}")
+        self.pipeline_split = list(pipeline_split) if pipeline_split is not None else None
+        self.pipeline_stats = PipelineStats()
+        self.stage, self.starts, self.costs, self.ownership = None, None, None, None
+        self._model, self._stage_of = None, {}
+
+    # ---- the train step ----------------------------------------------------------------------
+    def train_function(self, model, xs, ys, weighted=False):
+        """This rank's stage of the train step (``Trainer._step`` asks the plan for it)."""
+        if len(xs) != 1:
+            raise NotImplementedError(f"Strategy(pipeline_stages=...): model {model.name!r} "
+                                      f"has {len(xs)} inputs; a pipeline takes one")
+        steps._loss_graph(model, xs, ys, weighted, training=False)   # metrics on every rank
+        layers = split.stage_layers(model)
+        if model.optimizer.global_clipnorm is not None:
+            raise NotImplementedError(f"{model.optimizer.name}: global_clipnorm is not "
+                                      f"supported with pipeline_stages (each stage sees only "
+                                      f"its own gradients); use clipnorm or clipvalue")
+        spec = model.input_specs()[0]
+        self.costs = split.layer_costs(layers, spec[0], spec[1], batch=1)
+        self.starts = split.split_from_names(layers, self.pipeline_split, self.pipeline_stages) \
+            if self.pipeline_split is not None and self.pipeline_stages > 1 else \
+            split.balanced_split(self.costs, self.pipeline_stages)
+        bounds = self.starts + [len(layers)]
+        input_spec = spec
+        for index in range(self.rank):           # the shape entering our stage
+            input_spec = _output_spec(layers[bounds[index]:bounds[index + 1]], input_spec)
+        own = layers[bounds[self.rank]:bounds[self.rank + 1]]
+        last = self.rank == self.pipeline_stages - 1
+        self.stage = StagePrograms(model, own, self.rank, self.pipeline_stages, input_spec,
+                                   targets=(model._compiled_targets, ys, weighted) if last
+                                   else None)
+        stage_of = {}
+        for index in range(self.pipeline_stages):
+            for layer in layers[bounds[index]:bounds[index + 1]]:
+                for variable in layer.weights + layer.state_variables:
+                    stage_of.setdefault(id(variable), index)
+        self._stage_of = stage_of
+        self.ownership = StageOwnership(self.communicator, stage_of)
+        self.ownership._trained = list(model.trainable_weights)
+        self.stage.build_update(model.optimizer)
+        model.optimizer.sharded_by = self.ownership
+        self._model = model
+        return PipelineTrainStep(self, self.stage, model._compiled_targets,
+                                 (1, len(ys), len(ys) if weighted else 0), self.schedule)
+
+    # ---- data: every stage sees the whole global batch ---------------------------------------
+    def batches(self, n, batch_size, shuffle, rng):
+        return LOCAL.batches(n, batch_size, shuffle, rng)
+
+    def agree_batch(self, local_n, has_batch, step, what):
+        return LOCAL.agree_batch(local_n, has_batch, step, what)
+
+    def step_inputs(self):
+        return []
+
+    def step_values(self, local_n, global_n):
+        self.stats.steps += 1
+        return []
+
+    @property
+    def evaluation_plan(self):
+        """Evaluation runs the whole (synchronised) model on every rank."""
+        return LOCAL
+
+    # ---- weights and state between the stages ------------------------------------------------
+    def begin(self, model):
+        self._check_same_model(model)
+        for variable in model.weights + model.state_variables + [model.optimizer.iterations]:
+            self.communicator.bcast(variable.value, root=0)
+        from hiapi import random as _random
+        seed = np.array([_random.model_shuffle_seed(model)], np.int64)
+        model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
+
+    def _share_weights(self, model):
+        """Every stage's weights and layer state, from its rank to all."""
+        if self.size == 1 or self.stage is None:
+            return
+        for variable in model.weights + model.state_variables:
+            owner = self._stage_of.get(id(variable))
+            if owner is not None:
+                self.communicator.bcast(variable.value, root=owner)
+
+    def reduce_totals(self, compiled):
+        """End of an epoch's training: the totals already agree (the last stage broadcast
+        every step's results); the weights are shared so validation and callbacks see them."""
+        self._share_weights(self._model)
+
+    def consolidate(self, model):
+        self._share_weights(model)
+        if self.ownership is not None and model.optimizer.built:
+            self.ownership.consolidate(model.optimizer)
+
+    # ---- explain -----------------------------------------------------------------------------
+    def explain(self, model=None, print_fn=print):
+        """The split, each stage's estimated cost and planned memory, and the bubble: predicted
+        ((K-1)/(M+K-1)) and, after training steps, measured on this rank."""
+        if self.starts is None:
+            raise RuntimeError("strategy.explain(): the split is chosen when fit builds the "
+                               "train step; call it after fit (or a train_on_batch)")
+        K, M = self.pipeline_stages, self.micro_batches
+        bounds = self.starts + [len(self.costs)]
+        stage_costs = [sum(self.costs[a:b]) for a, b in zip(bounds, bounds[1:])]
+        names = [layer.name for layer in split.stage_layers(self._model)]
+        report = {"stages": K, "micro_batches": M, "schedule": self.schedule_name,
+                  "split": [names[a:b] for a, b in zip(bounds, bounds[1:])],
+                  "stage_gflop_per_sample": [c / 1e9 for c in stage_costs],
+                  "balance": max(stage_costs) / (sum(stage_costs) / K),
+                  "predicted_bubble": schedules.ideal_bubble(K, M),
+                  "activations_held": schedules.peak_in_flight(
+                      self.schedule(self.rank, K, M)),
+                  "measured_bubble_this_rank": self.pipeline_stats.bubble
+                  if self.pipeline_stats.steps else None,
+                  "planned_arena_bytes_this_rank": _arena_bytes(self.stage)}
+        lines = [f"Pipeline: {K} stages x {M} micro-batches, schedule {self.schedule_name!r}"]
+        for k, (layers, cost) in enumerate(zip(report["split"], stage_costs)):
+            lines.append(f"  stage {k}: {len(layers)} layers ({layers[0]} .. {layers[-1]}), "
+                         f"{cost / 1e6:.2f} MFLOP/sample")
+        lines.append(f"  slowest stage / mean: {report['balance']:.2f}; predicted bubble "
+                     f"(K-1)/(M+K-1) = {report['predicted_bubble']:.3f}")
+        if report["measured_bubble_this_rank"] is not None:
+            lines.append(f"  measured on rank {self.rank}: bubble "
+                         f"{report['measured_bubble_this_rank']:.3f}, at most "
+                         f"{report['activations_held']} micro-batches of activations held")
+        print_fn("\n".join(lines))
+        return report
+
+
+def _output_spec(layers, spec):
+    from hiapi.graph import placeholder
+    from hiapi.layers.layer_io import not_a_node
+    from hiapi.layers.tracing import collect_state
+    y = placeholder(*spec)
+    with collect_state(), not_a_node():
+        for layer in layers:
+            y = layer(y, training=True)
+    return tuple(y.shape), y.dtype
+
+
+def _arena_bytes(stage):
+    if stage is None:
+        return None
+    sizes = [e.plan.arena_bytes for e in stage.backward._executables.values()
+             if e.plan is not None]
+    return max(sizes) if sizes else None

@@ -1,0 +1,139 @@
+"""The pipelined train step: what ``fit`` calls once per global batch on every stage.
+
+It splits the global batch into ``M`` micro-batches, runs this stage's part of the schedule
+(``schedules.py``), receives activations from the previous stage and gradients from the next
+with blocking receives, sends its own with non-blocking sends (so a stage never waits for its
+neighbour to *take* a message), accumulates the parameter gradients over the micro-batches,
+and applies one optimizer update: a pipelined step equals one step on the whole global batch.
+The last stage's loss and metric outputs are combined over micro-batches (losses weighted by
+size, metric statistics summed, per-sample outputs concatenated) and broadcast, so every rank
+returns, and logs, the same numbers.
+"""
+import time
+
+import numpy as np
+
+from hiapi.distribute.pipeline.schedules import peak_in_flight
+
+FORWARD, BACKWARD = 0, 1
+
+
+class PipelineTrainStep:
+    def __init__(self, strategy, stage, compiled, counts, schedule):
+        self.strategy, self.stage, self.compiled = strategy, stage, compiled
+        self.n_inputs, self.n_targets, self.n_weights = counts
+        self.schedule = schedule
+        self.comm = strategy.communicator.comm if strategy.size > 1 else None
+        self.stats = strategy.pipeline_stats
+
+    def __call__(self, *arguments):
+        n_feed = self.n_inputs + self.n_targets + self.n_weights
+        feed, optimizer_values = arguments[:n_feed], arguments[n_feed:]
+        strategy, stage = self.strategy, self.stage
+        total = len(feed[0])
+        slices = [s for s in _micro_batches(total, strategy.micro_batches)]
+        order = self.schedule(stage.index, strategy.pipeline_stages, len(slices))
+        base = {id(c): int(c.numpy()) for c in stage.counters}
+        entering, sends, results, accumulated, regularization = {}, [], {}, None, 0.0
+        busy, start = 0.0, time.perf_counter()
+        for kind, m in order:
+            part = slices[m]
+            stage.set_counters(lambda c: base[id(c)] + m)
+            if kind == "F":
+                activation = feed[0][part] if stage.first else self._receive(
+                    stage.input_spec, part, stage.index - 1, m, FORWARD)
+                entering[m] = activation
+                if not stage.last:
+                    began = time.perf_counter()
+                    output = stage.forward(activation)
+                    busy += time.perf_counter() - began
+                    sends.append(self._send(output, stage.index + 1, m, FORWARD))
+                continue
+            share = np.float32((part.stop - part.start) / total)
+            activation = entering.pop(m)
+            began = time.perf_counter()
+            if stage.last:
+                targets = [t[part] for t in feed[self.n_inputs:n_feed]]
+                outputs = stage.backward(activation, *targets, share)
+                results[m] = outputs[:stage.result_count]
+                gradients = outputs[stage.result_count:]
+            else:
+                upstream = self._receive(stage.output_spec, part, stage.index + 1, m, BACKWARD)
+                began = time.perf_counter()
+                outputs = stage.backward(activation, upstream, share)
+                regularization += float(outputs[0])
+                gradients = outputs[1:]
+            busy += time.perf_counter() - began
+            if stage.sends_gradient:
+                sends.append(self._send(gradients[0], stage.index - 1, m, BACKWARD))
+                gradients = gradients[1:]
+            accumulated = [np.array(g, copy=True) for g in gradients] if accumulated is None \
+                else [a.__iadd__(g) for a, g in zip(accumulated, gradients)]
+        stage.set_counters(lambda c: base[id(c)] + len(slices))
+        began = time.perf_counter()
+        stage.update(*accumulated, *optimizer_values)
+        busy += time.perf_counter() - began
+        for _, request in sends:                    # (each array kept alive until sent)
+            request.Wait()
+        self.stats.record(time.perf_counter() - start, busy, peak_in_flight(order))
+        return self._share_results(results, slices, total, regularization)
+
+    # ---- messages between neighbouring stages ----------------------------------------------
+    def _receive(self, spec, part, source, m, direction):
+        shape, dtype = spec
+        buffer = np.empty((part.stop - part.start,) + tuple(shape[1:]), dtype)
+        self.comm.Recv(buffer, source=source, tag=2 * m + direction)
+        return buffer
+
+    def _send(self, array, dest, m, direction):
+        array = np.array(array, copy=True)          # the executor may reuse its buffer
+        return array, self.comm.Isend(array, dest=dest, tag=2 * m + direction)
+
+    # ---- the step's loss and metrics, the same on every rank --------------------------------
+    def _share_results(self, results, slices, total, regularization):
+        combined = self._combine(results, slices, total) if self.stage.last else None
+        if self.comm is None:
+            return combined
+        regularization = self.comm.allreduce(regularization)   # earlier stages' penalties
+        combined = self.comm.bcast(combined, root=self.strategy.pipeline_stages - 1)
+        combined[0] = combined[0] + np.asarray(regularization, combined[0].dtype)
+        return combined
+
+    def _combine(self, results, slices, total):
+        compiled = self.compiled
+        n_losses = len(compiled.log_names) - len(compiled.metrics or [])
+        ordered = [results[m] for m in range(len(slices))]
+        shares = [(s.stop - s.start) / total for s in slices]
+        combined = [sum(np.asarray(r[i], np.float64) * w for r, w in zip(ordered, shares))
+                    .astype(np.asarray(ordered[0][i]).dtype) for i in range(n_losses)]
+        position = n_losses
+        for (_, metric), size in zip(compiled.metrics or [], compiled._metric_sizes):
+            for i in range(position, position + size):
+                parts = [np.asarray(r[i]) for r in ordered]
+                combined.append(sum(parts[1:], parts[0].copy()) if metric.uses_statistics
+                                else np.concatenate(parts))
+            position += size
+        return combined
+
+
+def _micro_batches(total, count):
+    bounds = np.linspace(0, total, min(count, total) + 1).astype(int)
+    return [slice(int(a), int(b)) for a, b in zip(bounds, bounds[1:])]
+
+
+class PipelineStats:
+    """Measured per step on this stage: wall time, time computing, and the most micro-batches
+    held between their forward and backward. ``bubble`` is the idle fraction."""
+
+    def __init__(self):
+        self.steps, self.wall, self.busy, self.peak_in_flight = 0, 0.0, 0.0, 0
+
+    def record(self, wall, busy, in_flight):
+        self.steps += 1
+        self.wall += wall
+        self.busy += busy
+        self.peak_in_flight = max(self.peak_in_flight, in_flight)
+
+    @property
+    def bubble(self):
+        return 1.0 - self.busy / self.wall if self.wall else float("nan")

@@ -1,0 +1,131 @@
+"""Pipeline parallelism: ``Strategy(pipeline_stages=K)`` under real ``mpiexec -n 2`` and ``-n 4``
+trains exactly as one process on the same global batch (float64, both schedules, an MLP with
+regularisers on several stages and a small CNN), every rank logs the same History, rank 0's
+saved file holds the whole optimizer state; plus the schedules, the split and the errors."""
+import itertools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi.distribute.pipeline import schedules, split
+from hiapi.saving.archive import read_archive
+
+from mpi import ROOT, WORKERS, run_mpi
+
+
+def reference(tmp_path, kind, micro_batches):
+    subprocess.run([sys.executable, str(WORKERS / "pipeline.py"), str(tmp_path), "reference",
+                    kind, str(micro_batches)], check=True, cwd=ROOT, timeout=300)
+    return load(tmp_path, "reference", 0)
+
+
+def load(tmp_path, schedule, rank):
+    weights = np.load(tmp_path / f"{schedule}_{rank}.npz")
+    report = json.load(open(tmp_path / f"{schedule}_{rank}.json"))
+    return [weights[f"arr_{i}"] for i in range(len(weights))], report
+
+
+def optimizer_state(path):
+    _, arrays = read_archive(path, "hiapi.model")
+    return [arrays[f"optimizer/{i}"] for i in
+            range(sum(1 for name in arrays if name.startswith("optimizer/")))]
+
+
+@pytest.mark.parametrize("ranks,schedule,kind", [(2, "gpipe", "mlp"), (2, "1f1b", "cnn"),
+                                                 (4, "1f1b", "mlp"), (4, "gpipe", "cnn")])
+def test_pipelined_training_equals_one_process(tmp_path, ranks, schedule, kind):
+    micro_batches = 4 if kind == "mlp" else 3
+    run_mpi(ranks, "pipeline.py", tmp_path, schedule, kind, micro_batches, ranks, timeout=300)
+    expected_weights, expected = reference(tmp_path, kind, micro_batches)
+    for rank in range(ranks):
+        weights, report = load(tmp_path, schedule, rank)
+        for w, e in zip(weights, expected_weights):          # every stage's weights, shared
+            np.testing.assert_allclose(w, e, rtol=1e-5, atol=1e-8)
+        for key, values in expected["history"].items():      # same logs on every rank
+            np.testing.assert_allclose(report["history"][key], values, rtol=1e-8)
+        for key, value in expected["evaluate"].items():
+            np.testing.assert_allclose(report["evaluate"][key], value, rtol=1e-8)
+        explain = report["explain"]
+        assert len(explain["split"]) == ranks and all(explain["split"])
+        assert explain["activations_held"] == (
+            micro_batches if schedule == "gpipe" else min(ranks - rank, micro_batches))
+        assert 0.0 < explain["measured_bubble_this_rank"] < 1.0
+    for saved, want in zip(optimizer_state(tmp_path / f"{schedule}.hiapi"),
+                           optimizer_state(tmp_path / "reference.hiapi")):
+        np.testing.assert_allclose(saved, want, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("stages,micro_batches", list(itertools.product([2, 3, 4], [1, 2, 4, 8, 16])))
+def test_schedules_bubble_and_memory(stages, micro_batches):
+    for schedule in (schedules.gpipe, schedules.one_f_one_b):
+        orders = [schedule(k, stages, micro_batches) for k in range(stages)]
+        for order in orders:          # each micro-batch forward once, then backward once
+            assert sorted(order) == sorted([("F", m) for m in range(micro_batches)] +
+                                           [("B", m) for m in range(micro_batches)])
+            assert all(order.index(("F", m)) < order.index(("B", m))
+                       for m in range(micro_batches))
+        step, busy = schedules.simulate(stages, micro_batches, schedule, [1.0] * stages,
+                                        [2.0] * stages)
+        assert 1 - busy[0] / step == pytest.approx(schedules.ideal_bubble(stages,
+                                                                          micro_batches))
+    held = [schedules.peak_in_flight(schedules.one_f_one_b(k, stages, micro_batches))
+            for k in range(stages)]
+    assert held == [min(stages - k, micro_batches) for k in range(stages)]   # 1F1B: <= K
+    assert all(schedules.peak_in_flight(schedules.gpipe(k, stages, micro_batches)) ==
+               micro_batches for k in range(stages))                        # GPipe: M
+
+
+def test_balanced_split_minimises_the_slowest_stage():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        costs = list(rng.integers(1, 50, size=int(rng.integers(3, 9))))
+        stages = int(rng.integers(2, min(4, len(costs)) + 1))
+        starts = split.balanced_split(costs, stages)
+        bounds = starts + [len(costs)]
+        got = max(sum(costs[a:b]) for a, b in zip(bounds, bounds[1:]))
+        best = min(max(sum(costs[a:b]) for a, b in zip((0,) + cut, cut + (len(costs),)))
+                   for cut in itertools.combinations(range(1, len(costs)), stages - 1))
+        assert starts[0] == 0 and got == best
+
+
+def test_split_by_name_and_errors():
+    layers = [hiapi.layers.Dense(2, name=n) for n in "abcd"]
+    assert split.split_from_names(layers, ["c"], 2) == [0, 2]
+    with pytest.raises(ValueError, match=r"names layers \['x'\]"):
+        split.split_from_names(layers, ["x"], 2)
+    with pytest.raises(ValueError, match="in model order"):
+        split.split_from_names(layers, ["c", "b"], 3)
+    with pytest.raises(ValueError, match="2 names for pipeline_stages=3"):
+        split.split_from_names(layers, ["c"] * 2 + ["d"], 3)
+    with pytest.raises(ValueError, match="more than the model's 2 layers"):
+        split.balanced_split([1, 1], 3)
+    with pytest.raises(NotImplementedError, match="tensor parallelism"):
+        hiapi.distribute.Strategy(pipeline_stages=2, tensor_parallel=2)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        hiapi.distribute.Strategy(pipeline_stages=2, schedule="zigzag")
+
+
+def test_without_mpiexec_the_script_trains_in_one_process():
+    with pytest.warns(UserWarning, match="all stages run in this one process"):
+        strategy = hiapi.distribute.Strategy(pipeline_stages=2, micro_batches=3)
+    assert isinstance(strategy, hiapi.distribute.PipelineStrategy)
+    x = np.random.default_rng(0).normal(size=(30, 5)).astype("float32")
+    y = x[:, :1] * 2
+
+    def trained(strategy):
+        hiapi.utils.set_random_seed(1)
+        model = hiapi.Sequential([hiapi.Input(shape=(5,)), hiapi.layers.Dense(4),
+                                  hiapi.layers.Dense(1)])
+        if strategy is None:
+            model.compile(optimizer="sgd", loss="mse")
+        else:
+            with strategy.scope():
+                model.compile(optimizer="sgd", loss="mse")
+        model.fit(x, y, batch_size=10, epochs=2, verbose=0)
+        return model.get_weights()
+    for a, b in zip(trained(strategy), trained(None)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

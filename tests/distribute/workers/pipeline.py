@@ -1,0 +1,71 @@
+"""Train a model with ``Strategy(pipeline_stages=<ranks>)`` (float64) and write, per rank, the
+weights after fit, the History and evaluate's logs; one process writes the same without a
+pipeline when run without mpiexec and with ``reference`` as the schedule.
+
+usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|reference) MODEL(mlp|cnn) MICRO_BATCHES
+"""
+import json
+import sys
+
+import numpy as np
+
+import hiapi
+from hiapi import layers
+
+
+def make_model(kind):
+    hiapi.utils.set_random_seed(11)
+    if kind == "mlp":
+        return hiapi.Sequential([hiapi.Input(shape=(12,)), layers.Dense(16, activation="tanh", kernel_regularizer=hiapi.regularizers.L2(1e-3)),
+                                 layers.Dense(16, activation="relu"),
+                                 layers.Dense(16, activation="tanh",
+                                              kernel_regularizer=hiapi.regularizers.L2(1e-3)),
+                                 layers.Dense(8, activation="relu"),
+                                 layers.Dense(3, activation="softmax")])
+    return hiapi.Sequential([hiapi.Input(shape=(8, 8, 1)),
+                             layers.Conv2D(4, 3, padding="same", activation="relu"),
+                             layers.MaxPooling2D(2), layers.Conv2D(6, 3, activation="relu"),
+                             layers.Flatten(), layers.Dense(10, activation="tanh"),
+                             layers.Dense(3, activation="softmax")])
+
+
+def data(kind):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(96, 12) if kind == "mlp" else (96, 8, 8, 1))
+    y = (x.reshape(96, -1)[:, :3].argmax(axis=1)).astype("int64")
+    return x, y
+
+
+def train(out, schedule, kind, micro_batches):
+    hiapi.config.set_floatx("float64")
+    strategy = None if schedule == "reference" else hiapi.distribute.Strategy(
+        pipeline_stages=int(sys.argv[5]) if len(sys.argv) > 5 else 2,
+        micro_batches=micro_batches, schedule=schedule)
+    scope = strategy.scope() if strategy else _nothing()
+    with scope:
+        model = make_model(kind)
+        model.compile(optimizer=hiapi.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
+    x, y = data(kind)
+    history = model.fit(x, y, batch_size=24, epochs=2, verbose=0, validation_split=0.25)
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    rank = strategy.rank if strategy else 0
+    np.savez(f"{out}/{schedule}_{rank}.npz", *model.get_weights())
+    if rank == 0:                       # rank 0 alone, after fit: gathers nothing itself
+        model.save(f"{out}/{schedule}.hiapi")
+    with open(f"{out}/{schedule}_{rank}.json", "w") as handle:
+        json.dump({"history": history.history, "evaluate": logs,
+                   "explain": strategy.explain(print_fn=lambda text: None) if strategy
+                   else None}, handle, default=float)
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+if __name__ == "__main__":
+    train(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
