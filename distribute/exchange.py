@@ -108,11 +108,13 @@ class SparseAllreduceExchange:
             self._setup()
         if self._worker is None:
             return vector, None                          # run in finish
-        return self._worker.submit(self._reduce, vector, bucket.label), None
+        return self._worker.submit(self._reduce, vector, bucket.label, self.POLL), None
 
-    def _reduce(self, vector, label):
+    POLL = 2e-4       # seconds: the helper thread sleeps between tests, MPI would spin
+
+    def _reduce(self, vector, label, poll=None):
         with timeline.span("sparse allreduce", "exchange", bucket=label):
-            return sparse_allreduce(self._comm, vector)
+            return sparse_allreduce(self._comm, vector, poll)
 
     def finish(self, bucket, pending, out):
         work, sent = pending

@@ -16,6 +16,8 @@ Every rank ends with bit-identical sums (the pair merges ``a + b`` and ``b + a``
 float additions), so replicas stay in lockstep. With P not a power of two, the ranks beyond the
 largest power of two fold their vector into rank - 2^m first and receive the result at the end.
 """
+import time
+
 import numpy as np
 
 SPARSE, DENSE = 11, 12              # message tags: how the receiver reads the bytes
@@ -96,34 +98,42 @@ def _cheaper_sparse(count, n, itemsize):
     return count * (4 + itemsize) < n * itemsize
 
 
-def _swap(comm, MPI, vector, partner, receive=True):
-    """Send ``vector`` to ``partner`` and (if ``receive``) get its vector; bytes sent."""
-    tag, data = vector.message()
-    request = comm.Isend(data, dest=partner, tag=tag)
-    other = None
-    if receive:
-        status = MPI.Status()
-        comm.Probe(source=partner, tag=MPI.ANY_TAG, status=status)
-        incoming = np.empty(status.Get_count(MPI.BYTE), np.uint8)
-        comm.Recv(incoming, source=partner, tag=status.Get_tag())
-        other = SparseVector.from_message(vector.n, vector.dtype, status.Get_tag(), incoming)
-    request.Wait()
-    return other, data.nbytes
+def _wait(request, poll):
+    if poll is None:
+        request.Wait()
+    else:
+        while not request.Test():
+            time.sleep(poll)
 
 
-def _receive(comm, MPI, n, dtype, source):
+def _receive(comm, MPI, n, dtype, source, poll):
     status = MPI.Status()
-    comm.Probe(source=source, tag=MPI.ANY_TAG, status=status)
+    if poll is None:
+        comm.Probe(source=source, tag=MPI.ANY_TAG, status=status)
+    else:
+        while not comm.Iprobe(source=source, tag=MPI.ANY_TAG, status=status):
+            time.sleep(poll)
     incoming = np.empty(status.Get_count(MPI.BYTE), np.uint8)
     comm.Recv(incoming, source=source, tag=status.Get_tag())
     return SparseVector.from_message(n, dtype, status.Get_tag(), incoming)
 
 
-def sparse_allreduce(comm, vector):
+def _swap(comm, MPI, vector, partner, receive, poll):
+    """Send ``vector`` to ``partner`` and (if ``receive``) get its vector; bytes sent."""
+    tag, data = vector.message()
+    request = comm.Isend(data, dest=partner, tag=tag)
+    other = _receive(comm, MPI, vector.n, vector.dtype, partner, poll) if receive else None
+    _wait(request, poll)
+    return other, data.nbytes
+
+
+def sparse_allreduce(comm, vector, poll=None):
     """Sum of every rank's ``SparseVector`` over the mpi4py communicator ``comm``.
 
     Returns ``(sum, bytes this rank sent)``; the sum is sparse or dense, the same on every
-    rank."""
+    rank. ``poll`` (seconds): test for messages every ``poll`` seconds and sleep in between
+    instead of blocking in MPI, whose blocking calls spin: a helper thread that runs this
+    while the main thread computes then leaves the core to the computation."""
     from mpi4py import MPI
     rank, size = comm.Get_rank(), comm.Get_size()
     if vector.n >= 2**31:
@@ -133,17 +143,17 @@ def sparse_allreduce(comm, vector):
     power = 1 << (size.bit_length() - 1)            # largest power of two <= size
     extra = size - power
     if rank >= power:                               # fold into a partner, wait for the sum
-        _, nbytes = _swap(comm, MPI, vector, rank - power, receive=False)
-        return _receive(comm, MPI, vector.n, vector.dtype, rank - power), sent + nbytes
+        _, nbytes = _swap(comm, MPI, vector, rank - power, False, poll)
+        return _receive(comm, MPI, vector.n, vector.dtype, rank - power, poll), sent + nbytes
     if rank < extra:
-        vector = vector + _receive(comm, MPI, vector.n, vector.dtype, rank + power)
+        vector = vector + _receive(comm, MPI, vector.n, vector.dtype, rank + power, poll)
     mask = 1
     while mask < power:
-        other, nbytes = _swap(comm, MPI, vector, rank ^ mask)
+        other, nbytes = _swap(comm, MPI, vector, rank ^ mask, True, poll)
         sent += nbytes
         vector = vector + other if rank < (rank ^ mask) else other + vector
         mask <<= 1
     if rank < extra:
-        _, nbytes = _swap(comm, MPI, vector, rank + power, receive=False)
+        _, nbytes = _swap(comm, MPI, vector, rank + power, False, poll)
         sent += nbytes
     return vector, sent
