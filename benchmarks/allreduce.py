@@ -7,7 +7,8 @@ Each size is measured in ``--rounds`` rounds; a round times every algorithm once
 back to back after a barrier), in a shuffled order, so a burst of load from other processes
 falls on all of them alike. Rank 0 prints one JSON line per size: the median seconds of each
 algorithm over the rounds, its ratio to native in the same rounds (median of the per-round
-ratios), what ``auto`` picked, and the load average; then a table of the ratios.
+ratios), what ``auto`` picked and every candidate's predicted seconds, and the load average;
+before them the measured model constants; then a table of the ratios.
 """
 import argparse
 import json
@@ -37,6 +38,8 @@ def worker(rounds):
     comms = {name: MPICommunicator(algorithm=name) for name in ALGORITHMS}
     native = comms["native"]
     shuffle = random.Random(0)                             # the same order on every rank
+    if native.rank == 0:
+        print(json.dumps({"costs": comms["auto"].allreducer.costs.as_dict()}), flush=True)
     for nbytes in SIZES:
         array = np.ones(nbytes // 4, np.float32)
         calls = max(1, min(50, (4 << 20) // nbytes))
@@ -56,6 +59,7 @@ def worker(rounds):
                 "seconds": {n: float(np.median(t)) for n, t in times.items()},
                 "over_native": {n: round(r, 3) for n, r in ratios.items()},
                 "auto_picked": comms["auto"].allreducer.choose(nbytes).name,
+                "predicted": comms["auto"].allreducer.predictions(nbytes),
                 "loadavg": os.getloadavg()[0]}), flush=True)
 
 
@@ -76,7 +80,9 @@ def launch(ranks, rounds):
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     if result.returncode:
         raise SystemExit(f"mpiexec -n {ranks} failed:\n{result.stderr[-3000:]}")
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    print(json.dumps({"ranks": ranks, **lines[0]}), flush=True)
+    return lines[1:]
 
 
 def main():
