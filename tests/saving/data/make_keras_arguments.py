@@ -31,20 +31,29 @@ def literal(value):
 
 
 def arguments(cls):
-    found = dict(BASE)
-    for klass in reversed(cls.__mro__):
+    """The arguments ``cls(**config)`` accepts: its ``__init__``'s, and while that passes
+    ``**kwargs`` on, its bases' (Keras's ``Layer`` takes ``name``, ``dtype``, ``trainable``...;
+    a few layers, such as SpatialDropout1D, take no ``**kwargs`` and so not ``trainable``)."""
+    found = {}
+    for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
-        if init is None or klass.__module__.startswith("builtins"):
+        if init is None:
             continue
+        if klass.__module__ == "builtins":
+            break
+        takes_more = False
         for name, parameter in inspect.signature(init).parameters.items():
-            if name == "self" or parameter.kind in (parameter.VAR_KEYWORD,
-                                                    parameter.VAR_POSITIONAL):
-                continue
-            found[name] = None if parameter.default is parameter.empty \
-                else literal(parameter.default)
+            if parameter.kind == parameter.VAR_KEYWORD:
+                takes_more = True
+            elif name != "self" and parameter.kind != parameter.VAR_POSITIONAL:
+                found.setdefault(name, None if parameter.default is parameter.empty
+                                 else literal(parameter.default))
+        if not takes_more:
+            return dict(sorted(found.items()))
+        if klass.__name__ == "Layer":        # Layer's **kwargs: the legacy shape arguments
+            found.update({k: v for k, v in BASE.items() if k not in found})
+            return dict(sorted(found.items()))
     return dict(sorted(found.items()))
-
-
 
 
 def shared(hiapi_module, keras_module, skip):
