@@ -4,6 +4,11 @@ A backend is an array module (``xp``), a registry of kernels keyed by op name, a
 operations that move data: allocate, copy in, copy out. A kernel gets its output buffer first,
 then the input arrays, then the op's attributes as keywords, and writes into the buffer; an op
 whose output is a view (``Op.view_of``) has a kernel that returns the view instead.
+
+A kernel that needs a temporary (im2col columns, a fused program's chunk slots) registers how
+many bytes it needs for given shapes (``scratch=``); the executor then plans that much space in
+the memory arena for the op's step, as TFLite and XLA plan temporaries, and passes it as the
+``workspace`` keyword (a uint8 array). So every byte a step uses is in the plan.
 """
 import numpy as np
 
@@ -14,14 +19,29 @@ class Backend:
 
     def __init__(self):
         self.kernels = {}
+        self.scratch = {}
 
-    def register(self, *names):
-        """Decorator: ``@backend.register("add")`` makes the function the kernel for op "add"."""
+    def register(self, *names, scratch=None):
+        """Decorator: ``@backend.register("add")`` makes the function the kernel for op "add".
+        ``scratch(shapes, dtypes, attrs)``, given the output's then the inputs' shapes and
+        dtypes and the op's attribute dict, returns the bytes of workspace the kernel needs; the
+        kernel then takes a ``workspace`` keyword (None when called outside an executor)."""
         def decorate(fn):
             for name in names:
                 self.kernels[name] = fn
+                self.scratch.pop(name, None)        # an override declares its own
+                if scratch is not None:
+                    self.scratch[name] = scratch
             return fn
         return decorate
+
+    def scratch_bytes(self, op, specs):
+        """Workspace bytes the kernel of ``op`` needs when its output and inputs have these
+        ``Spec``s (output first); 0 for kernels that need none."""
+        declare = self.scratch.get(op.name)
+        if declare is None:
+            return 0
+        return int(declare([s.shape for s in specs], [s.dtype for s in specs], op.attrs()))
 
     def kernel(self, op):
         try:

@@ -1,30 +1,31 @@
-"""Scratch memory for kernels that need a temporary (im2col columns, for one): one growing buffer
-per thread, lent to one kernel call at a time.
+"""Kernel temporaries (im2col columns, a fused program's chunk slots) in planned memory.
 
-The memory plan covers every graph value but not a kernel's private temporaries; allocating
-those per call costs page faults on every step (an im2col buffer of a small convnet is ~20 MB).
-Like cuDNN's workspace, the buffer is sized to the largest request seen and then reused, so a
-step allocates nothing. Kernels run one at a time on a thread, so one buffer per thread is safe
-as long as a kernel is done with its scratch before it returns.
+A kernel that needs scratch declares its size for given shapes when it registers
+(``Backend.register(..., scratch=)``); the executor plans that many bytes in the memory arena
+for the op's step (``hiapi.graph.memory.scratch``), like TFLite's and XLA's temporaries, and
+lends them as the ``workspace`` keyword. So the plan, and ``memory_report()``, cover every byte
+a step uses, and a step allocates nothing. Called outside an executor (constant folding, a
+test) a kernel gets no workspace and ``take`` allocates its temporary for that one call.
 """
-import threading
-
 import numpy as np
 
-_local = threading.local()
+ALIGN = 64      # pieces of a workspace start on cache-line (and SIMD load) boundaries
 
 
-def scratch(shape, dtype):
-    """An uninitialised array of ``shape`` and ``dtype`` in this thread's workspace."""
+def aligned(nbytes):
+    return -(-int(nbytes) // ALIGN) * ALIGN
+
+
+def take(workspace, shape, dtype, offset=0, xp=np):
+    """An uninitialised array of ``shape`` and ``dtype`` at byte ``offset`` (a multiple of
+    ``ALIGN``) of ``workspace``, the kernel's planned uint8 buffer (numpy or cupy); a new
+    ``xp`` array when ``workspace`` is None."""
     dtype = np.dtype(dtype)
+    if workspace is None:
+        return xp.empty(shape, dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buffer = getattr(_local, "buffer", None)
-    if buffer is None or buffer.nbytes < nbytes:
-        _local.buffer = buffer = np.empty(max(nbytes, 1), np.uint8)
-    return buffer[:nbytes].view(dtype).reshape(shape)
-
-
-def nbytes():
-    """Size of this thread's workspace (0 before any kernel asked for one)."""
-    buffer = getattr(_local, "buffer", None)
-    return 0 if buffer is None else buffer.nbytes
+    if offset + nbytes > workspace.nbytes:
+        raise ValueError(f"kernel workspace of {workspace.nbytes} bytes is too small for "
+                         f"{nbytes} bytes at offset {offset}: the kernel's scratch "
+                         f"declaration and its use disagree")
+    return workspace[offset:offset + nbytes].view(dtype).reshape(shape)

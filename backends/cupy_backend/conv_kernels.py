@@ -6,6 +6,11 @@ cuDNN is not used: cupy 14 removed its cuDNN bindings (``cupyx.cudnn``) and the 
 shipped cuDNN, so GEMM on im2col columns is the path every cupy install has. Pooling finds each
 window's first maximum (row-major, as the numpy kernels do) with ``argmax`` and sends gradients
 there with atomic adds (``cupyx.scatter_add``).
+
+The convolutions' temporaries (the zero-padded input, the column matrix, the input gradient's
+padded grid) are declared per shape (``conv_scratch``) and live in the kernel's planned
+workspace, a block of the executor's arena (``hiapi.backends.workspace``), so cupy's memory
+pool holds nothing for them beyond the plan: the same path as the CPU backends.
 """
 import math
 
@@ -15,17 +20,37 @@ from cupy.lib.stride_tricks import as_strided
 
 from hiapi.backends.cupy_backend import backend
 from hiapi.backends.numpy_backend.pool_kernels import avg_pool_kernels
+from hiapi.backends.workspace import aligned, take
 from hiapi.graph.ops import conv_geometry as geo
 
 register = backend.register
 
 
-def padded(x, kernel_hw, strides, dilation, padding, value=0.0):
-    (top, bottom), (left, right) = [geo.pads(size, k, s, d, padding) for size, k, s, d in
-                                    zip(x.shape[1:3], kernel_hw, strides, dilation)]
+def _pads(hw, kernel_hw, strides, dilation, padding):
+    return [geo.pads(size, k, s, d, padding) for size, k, s, d in
+            zip(hw, kernel_hw, strides, dilation)]
+
+
+def padded(x, kernel_hw, strides, dilation, padding, value=0.0, workspace=None):
+    """``x`` with its padding (into ``workspace`` when given; the input when none is due)."""
+    (top, bottom), (left, right) = _pads(x.shape[1:3], kernel_hw, strides, dilation, padding)
     if top or bottom or left or right:
-        x = cupy.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=value)
+        if workspace is None:
+            return cupy.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)),
+                            constant_values=value), (top, left)
+        n, h, w, c = x.shape
+        grid = take(workspace, (n, h + top + bottom, w + left + right, c), x.dtype, xp=cupy)
+        grid.fill(value)
+        grid[:, top:top + h, left:left + w] = x
+        x = grid
     return x, (top, left)
+
+
+def _padded_bytes(shape, kernel_hw, strides, dilation, padding, itemsize):
+    (top, bottom), (left, right) = _pads(shape[1:3], kernel_hw, strides, dilation, padding)
+    if not (top or bottom or left or right):
+        return 0
+    return shape[0] * (shape[1] + top + bottom) * (shape[2] + left + right) * shape[3] * itemsize
 
 
 def windows(xp, kernel_hw, strides, dilation, out_hw):
@@ -43,9 +68,48 @@ def _group_slices(total, groups):
     return [slice(i * size, (i + 1) * size) for i in range(groups)]
 
 
-def _columns(cols):
+def _columns(cols, workspace=None, offset=0):
     """The im2col matrix (N*OH*OW, KH*KW*C): one contiguous copy of the window view."""
-    return cupy.ascontiguousarray(cols).reshape(-1, cols.shape[3] * cols.shape[4] * cols.shape[5])
+    matrix = take(workspace, cols.shape, cols.dtype, offset, xp=cupy)
+    matrix[...] = cols
+    return matrix.reshape(-1, cols.shape[3] * cols.shape[4] * cols.shape[5])
+
+
+def _columns_bytes(n, out_hw, kernel_hw, channels, itemsize):
+    return n * math.prod(out_hw) * math.prod(kernel_hw) * channels * itemsize
+
+
+def _forward_scratch(x, kernel_hw, out_hw, cin, attrs, itemsize):
+    """Padded input, then one group's columns (conv2d and its filter gradient)."""
+    pad = aligned(_padded_bytes(x, kernel_hw, attrs["strides"], attrs["dilation"],
+                                attrs["padding"], itemsize))
+    return pad, pad + _columns_bytes(x[0], out_hw, kernel_hw, cin, itemsize)
+
+
+def conv2d_scratch(shapes, dtypes, attrs):
+    out, x, w = shapes
+    return _forward_scratch(x, w[:2], out[1:3], w[2], attrs, dtypes[0].itemsize)[1]
+
+
+def conv2d_filter_grad_scratch(shapes, dtypes, attrs):
+    out, x, g = shapes
+    return _forward_scratch(x, attrs["kernel_hw"], g[1:3], out[2], attrs,
+                            dtypes[0].itemsize)[1]
+
+
+def _input_grad_scratch(out, g, w, attrs, itemsize):
+    """The padded gradient grid, then one group's window gradients."""
+    (top, bottom), (left, right) = _pads(attrs["input_hw"], w[:2], attrs["strides"],
+                                         attrs["dilation"], attrs["padding"])
+    grid = (out[0], attrs["input_hw"][0] + top + bottom, attrs["input_hw"][1] + left + right,
+            out[3])
+    start = aligned(math.prod(grid) * itemsize)
+    return grid, start, start + _columns_bytes(g[0], g[1:3], w[:2], w[2], itemsize)
+
+
+def conv2d_input_grad_scratch(shapes, dtypes, attrs):
+    out, g, w = shapes
+    return _input_grad_scratch(out, g, w, attrs, dtypes[0].itemsize)[2]
 
 
 def _matmul_into(out, a, b):
@@ -56,27 +120,34 @@ def _matmul_into(out, a, b):
         out[...] = cupy.matmul(a, b).reshape(out.shape)
 
 
-@register("conv2d")
-def conv2d(out, x, w, strides, padding, dilation, groups):
-    xp, _ = padded(x, w.shape[:2], strides, dilation, padding)
+@register("conv2d", scratch=conv2d_scratch)
+def conv2d(out, x, w, strides, padding, dilation, groups, workspace=None):
+    attrs = {"strides": strides, "dilation": dilation, "padding": padding}
+    start, _ = _forward_scratch(x.shape, w.shape[:2], out.shape[1:3], w.shape[2], attrs,
+                                x.dtype.itemsize)
+    xp, _ = padded(x, w.shape[:2], strides, dilation, padding, workspace=workspace)
     cols = windows(xp, w.shape[:2], strides, dilation, out.shape[1:3])
     for cs, fs in zip(_group_slices(x.shape[3], groups), _group_slices(w.shape[3], groups)):
         wg = w[..., fs]
-        _matmul_into(out[..., fs], _columns(cols[..., cs]), wg.reshape(-1, wg.shape[3]))
+        _matmul_into(out[..., fs], _columns(cols[..., cs], workspace, start),
+                     wg.reshape(-1, wg.shape[3]))
 
 
-@register("conv2d_input_grad")
-def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups):
+@register("conv2d_input_grad", scratch=conv2d_input_grad_scratch)
+def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups,
+                      workspace=None):
     kh, kw = w.shape[:2]
-    (top, bottom), (left, right) = [geo.pads(size, k, s, d, padding) for size, k, s, d in
-                                    zip(input_hw, (kh, kw), strides, dilation)]
+    (top, bottom), (left, right) = _pads(input_hw, (kh, kw), strides, dilation, padding)
     n, oh, ow, _ = g.shape
-    grad_padded = cupy.zeros((n, input_hw[0] + top + bottom, input_hw[1] + left + right,
-                              out.shape[3]), out.dtype)
+    attrs = {"input_hw": input_hw, "strides": strides, "dilation": dilation, "padding": padding}
+    grid, start, _ = _input_grad_scratch(out.shape, g.shape, w.shape, attrs, out.dtype.itemsize)
+    grad_padded = take(workspace, grid, out.dtype, xp=cupy)
+    grad_padded.fill(0)
     for cs, fs in zip(_group_slices(out.shape[3], groups), _group_slices(w.shape[3], groups)):
         wg, gg = w[..., fs], g[..., fs]
         # (N*OH*OW, F) x (F, KH*KW*Cg): every window's gradient, then added back window by tap
-        cols = cupy.matmul(gg.reshape(-1, gg.shape[3]), wg.reshape(-1, wg.shape[3]).T)
+        cols = take(workspace, (n * oh * ow, kh * kw * wg.shape[2]), out.dtype, start, xp=cupy)
+        cupy.matmul(gg.reshape(-1, gg.shape[3]), wg.reshape(-1, wg.shape[3]).T, out=cols)
         cols = cols.reshape(n, oh, ow, kh, kw, wg.shape[2])
         for i in range(kh):
             for j in range(kw):
@@ -86,14 +157,19 @@ def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups):
     out[...] = grad_padded[:, top:top + input_hw[0], left:left + input_hw[1]]
 
 
-@register("conv2d_filter_grad")
-def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups):
-    xp, _ = padded(x, kernel_hw, strides, dilation, padding)
+@register("conv2d_filter_grad", scratch=conv2d_filter_grad_scratch)
+def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups,
+                       workspace=None):
+    attrs = {"strides": strides, "dilation": dilation, "padding": padding}
+    start, _ = _forward_scratch(x.shape, kernel_hw, g.shape[1:3], out.shape[2], attrs,
+                                x.dtype.itemsize)
+    xp, _ = padded(x, kernel_hw, strides, dilation, padding, workspace=workspace)
     cols = windows(xp, kernel_hw, strides, dilation, g.shape[1:3])
     for cs, fs in zip(_group_slices(x.shape[3], groups), _group_slices(g.shape[3], groups)):
         gg = g[..., fs]
         # cuBLAS reads the transposed columns in place (a transpose flag, no copy)
-        _matmul_into(out[..., fs], _columns(cols[..., cs]).T, gg.reshape(-1, gg.shape[3]))
+        _matmul_into(out[..., fs], _columns(cols[..., cs], workspace, start).T,
+                     gg.reshape(-1, gg.shape[3]))
 
 
 def _pool_windows(x, pool_size, strides, padding, value):

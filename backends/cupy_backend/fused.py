@@ -12,11 +12,13 @@ Single ops whose numpy kernel is a composition (sigmoid, where) run through the 
 one-step programs, so they give the same values whether fused or not.
 """
 import hashlib
+import math
 
 import cupy
 import numpy as np
 
 from hiapi.backends.cupy_backend import backend
+from hiapi.backends.workspace import aligned, take
 
 # the C++ type kernel code uses for each dtype (cupy's names; float16 is cupy's half class)
 CTYPES = {"bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
@@ -121,26 +123,52 @@ def run_steps(out, inputs, steps, step_dtypes):
     program_kernel(steps, tuple(a.dtype for a in inputs), step_dtypes)(*inputs, out)
 
 
-@backend.register("fused_elementwise")
-def fused_elementwise(out, *inputs, program, shapes, scratch):
+def _step_slots(program, input_shapes, step_dtypes):
+    """Each inner step's (shape, byte offset in the workspace) for the stepwise evaluation,
+    and the workspace bytes (the last step writes the output)."""
+    shapes, slots, total = [], [], 0
+    for index, (_, refs) in enumerate(program):
+        shapes.append(np.broadcast_shapes(*[input_shapes[k] if kind == "input" else shapes[k]
+                                            for kind, k in refs]))
+        slots.append((shapes[-1], total))
+        if index < len(program) - 1:
+            total += aligned(math.prod(shapes[-1]) * np.dtype(step_dtypes[index]).itemsize)
+    return slots, total
+
+
+def program_scratch(shapes, dtypes, attrs):
+    """None for a program compiled to one kernel; each inner step's value for one with an op
+    the compiler has no expression for (run step by step)."""
+    program = attrs["program"]
+    if all(op.name in EXPRESSIONS for op, _ in program):
+        return 0
+    return _step_slots(program, shapes[1:], [d for _, d in attrs["shapes"]])[1]
+
+
+@backend.register("fused_elementwise", scratch=program_scratch)
+def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     # the op's scratch dict (kept between calls) holds its kernel, skipping the key's hashing
     key = ("cupy",) + tuple(a.dtype.str for a in inputs)
     kernel = scratch.get(key)
     if kernel is None:
         steps = tuple((op.name, refs) for op, refs in program)
         if not all(name in EXPRESSIONS for name, _ in steps):
-            return _stepwise(out, inputs, program, shapes)
+            return _stepwise(out, inputs, program, shapes, workspace)
         kernel = scratch[key] = program_kernel(steps, [a.dtype for a in inputs],
                                                [dtype for _, dtype in shapes])
     kernel(*inputs, out)
 
 
-def _stepwise(out, inputs, program, shapes):
-    """A program with an op this compiler has no expression for: each step's own kernel."""
+def _stepwise(out, inputs, program, shapes, workspace):
+    """A program with an op this compiler has no expression for: each step's own kernel, its
+    value in the planned workspace."""
     values = []
+    dtypes = [dtype for _, dtype in shapes]
+    slots, _ = _step_slots(program, [a.shape for a in inputs], dtypes)
     for index, (op, refs) in enumerate(program):
         args = [inputs[k] if kind == "input" else values[k] for kind, k in refs]
+        shape, offset = slots[index]
         target = out if index == len(program) - 1 else \
-            cupy.empty(np.broadcast_shapes(*[a.shape for a in args]), shapes[index][1])
+            take(workspace, shape, dtypes[index], offset, xp=cupy)
         backend.kernels[op.name](target, *args, **op.attrs())
         values.append(target)

@@ -26,6 +26,7 @@ from hiapi.backends.numpy_backend import backend as numpy_backend
 backend = Backend()
 backend.name = "numba"
 backend.kernels.update(numpy_backend.kernels)
+backend.scratch.update(numpy_backend.scratch)
 
 # overrides of the numpy kernels
 from hiapi.backends.numba_backend import conv, fused, gather, image, pooling  # noqa: E402,F401

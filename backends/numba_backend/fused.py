@@ -10,6 +10,7 @@ other broadcasting, run on the numpy kernels instead. Small outputs run on one t
 """
 import hashlib
 import importlib.util
+import math
 import re
 import sys
 
@@ -18,6 +19,7 @@ import numpy as np
 from hiapi import config
 from hiapi.backends.numba_backend import backend
 from hiapi.backends.numpy_backend.fused_kernel import fused_elementwise as numpy_fused
+from hiapi.backends.numpy_backend.fused_kernel import program_scratch as numpy_scratch
 
 # op name -> scalar expression over the argument names a, b, c
 EXPRESSIONS = {
@@ -116,30 +118,45 @@ def compiled_program(program, shapes, modes):
     return _compiled[key]
 
 
-def _modes(inputs, out):
-    """How a loop over ``out`` reads each input (None where it cannot), and the row length."""
-    modes, columns = [], 1
-    for array in inputs:
-        if array.shape == out.shape:
+def _modes(shapes, out_shape):
+    """How a loop over an output of ``out_shape`` reads each input of ``shapes`` (None where
+    it cannot), and the row length."""
+    modes, columns, ndim = [], 1, len(out_shape)
+    for shape in shapes:
+        size = math.prod(shape)
+        if shape == out_shape:
             modes.append(FULL)
-        elif array.size == 1:
+        elif size == 1:
             modes.append(SCALAR)
         else:
-            core = array.shape[next(k for k, d in enumerate(array.shape) if d != 1):]
-            fits = len(core) <= out.ndim and out.shape[out.ndim - len(core):] == core
+            core = shape[next(k for k, d in enumerate(shape) if d != 1):]
+            fits = len(core) <= ndim and out_shape[ndim - len(core):] == core
             modes.append(TRAILING if fits else None)
-            columns = max(columns, array.size) if fits else columns
-    modes = [TRAILING_SHORTER if m == TRAILING and a.size < columns else m
-             for m, a in zip(modes, inputs)]
+            columns = max(columns, size) if fits else columns
+    modes = [TRAILING_SHORTER if m == TRAILING and math.prod(shape) < columns else m
+             for m, shape in zip(modes, shapes)]
     return tuple(modes), columns
 
 
-@backend.register("fused_elementwise")
-def fused_elementwise(out, *inputs, program, shapes, scratch):
+def _loops(shapes, out_shape, program):
+    """Whether a program on these shapes compiles to one loop (else the numpy evaluation)."""
+    modes, _ = _modes(shapes, out_shape)
+    return None not in modes and all(op.name in EXPRESSIONS for op, _ in program)
+
+
+def program_scratch(shapes, dtypes, attrs):
+    """None for a program that runs as one loop; the numpy evaluation's chunk slots else."""
+    if _loops([tuple(s) for s in shapes[1:]], tuple(shapes[0]), attrs["program"]):
+        return 0
+    return numpy_scratch(shapes, dtypes, attrs)
+
+
+@backend.register("fused_elementwise", scratch=program_scratch)
+def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     key = ("numba", out.shape) + tuple(a.shape for a in inputs)
     plan = scratch.get(key)                 # per node and shapes: classified and compiled once
     if plan is None:
-        modes, columns = _modes(inputs, out)
+        modes, columns = _modes([a.shape for a in inputs], out.shape)
         functions = None if None in modes else compiled_program(program, shapes, modes)
         plan = scratch[key] = (functions, columns)
     functions, columns = plan
@@ -148,4 +165,5 @@ def fused_elementwise(out, *inputs, program, shapes, scratch):
         flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
         (parallel if out.size >= PARALLEL_MIN else serial)(out.reshape(-1), columns, *flat)
         return
-    numpy_fused(out, *inputs, program=program, shapes=shapes, scratch=scratch)
+    numpy_fused(out, *inputs, program=program, shapes=shapes, scratch=scratch,
+                workspace=workspace)

@@ -5,35 +5,43 @@ per intermediate step the size of the output, outside the memory plan: on a deep
 over a gigabyte of scratch, more than half the process's memory. Instead the output is cut
 into chunks (along the outermost axis whose trailing block fits the budget; leading axes are
 walked one index at a time) and the program runs chunk by chunk, each step writing into a
-slot of this thread's workspace (``backends/workspace.py``), or in place into the slot of a
-step input that dies there, and the last step writing into the planned output itself. The
-temporary is then at most one chunk per step, whatever the batch; the chunks stay in cache
-between steps. Elementwise kernels compute each element independently, so the results are
-those of the whole-array evaluation bit for bit.
+slot of the op's planned workspace (``backends/workspace.py``: ``program_scratch`` declares
+its size, so the memory plan holds it), or in place into the slot of a step input that dies
+there, and the last step writing into the planned output itself. The temporary is then at most
+one chunk per step, whatever the batch; the chunks stay in cache between steps. Elementwise
+kernels compute each element independently, so the results are those of the whole-array
+evaluation bit for bit.
 """
 import math
 
 import numpy as np
 
 from hiapi.backends.numpy_backend import backend
-from hiapi.backends.workspace import scratch as workspace
+from hiapi.backends.workspace import ALIGN, take
 
 CHUNK_BYTES = 1 << 18       # per step; a few steps' chunks fit in L2
-ALIGN = 64                  # slot offsets in the workspace, for aligned SIMD loads
 
 # kernels that give the right answer when the output buffer is one of the inputs
 ALIAS_SAFE = {"negative", "exp", "log", "sqrt", "tanh", "abs", "add", "subtract", "multiply",
               "divide", "power", "maximum", "minimum", "relu", "where"}
 
 
-@backend.register("fused_elementwise")
-def fused_elementwise(out, *inputs, program, shapes, scratch):
+def program_scratch(shapes, dtypes, attrs):
+    """Workspace bytes of the chunked program (output shape first, then the inputs'): the
+    slots of one chunk per step that does not run in place."""
+    step_dtypes = [dtype for _, dtype in attrs["shapes"]]
+    return _plan(attrs["program"], step_dtypes, shapes[1:], shapes[0])[-1]
+
+
+@backend.register("fused_elementwise", scratch=program_scratch)
+def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     key = ("numpy",) + tuple((a.shape, a.dtype.str) for a in inputs)
     plan = scratch.get(key)                 # per node and shapes: a few small tuples
     if plan is None:
-        plan = scratch[key] = _plan(program, [dtype for _, dtype in shapes], inputs, out.shape)
+        plan = scratch[key] = _plan(program, [dtype for _, dtype in shapes],
+                                    [a.shape for a in inputs], out.shape)
     steps, slots, calls, axis, rows, total = plan
-    space = workspace((total,), np.uint8)
+    space = take(workspace, (total,), np.uint8)
     last, ndim = len(program) - 1, out.ndim
     for chunk in _chunks(out.shape, axis, rows):
         values = []
@@ -51,14 +59,14 @@ def fused_elementwise(out, *inputs, program, shapes, scratch):
             values.append(target)
 
 
-def _plan(program, dtypes, inputs, out_shape):
+def _plan(program, dtypes, input_shapes, out_shape):
     """Each step's (shape, dtype); where it writes: ``("workspace", byte offset)`` or
     ``("step", k)``, the value of a step input it can overwrite (each step value has one
     reader, so it dies at the step that reads it); each step's kernel and attributes, looked up
     once rather than per chunk; the chunked axis, the rows per chunk and the workspace bytes."""
     steps = []
     for index, (op, refs) in enumerate(program):
-        shape = np.broadcast_shapes(*[inputs[k].shape if kind == "input" else steps[k][0]
+        shape = np.broadcast_shapes(*[input_shapes[k] if kind == "input" else steps[k][0]
                                       for kind, k in refs])
         steps.append((shape, np.dtype(dtypes[index])))
     budget = max(1, CHUNK_BYTES // max(dtype.itemsize for _, dtype in steps))
@@ -69,7 +77,12 @@ def _plan(program, dtypes, inputs, out_shape):
     slots, total = [], 0
     for index, (op, refs) in enumerate(program):
         shape, dtype = steps[index]
-        donors = [k for kind, k in refs if kind == "step" and steps[k][0] == shape and
+        if index == len(program) - 1:
+            slots.append(("output", None))          # the last step writes the output itself
+            continue
+        # ``where`` in place into its ``a`` would need a mask (kernels.where): only ``b``
+        candidates = refs[2:] if op.name == "where" else refs
+        donors = [k for kind, k in candidates if kind == "step" and steps[k][0] == shape and
                   steps[k][1] == dtype] if op.name in ALIAS_SAFE else []
         if donors:
             slots.append(("step", donors[0]))

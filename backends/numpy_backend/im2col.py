@@ -9,16 +9,18 @@ kernel tap and input channel (KH*KW*C columns, in the kernel's (kh, kw, c) order
     conv2d_input_grad:  dcols(M, K) = g(M, F) @ w(K, F).T, then col2im adds each window back
 
 Every GEMM reads and writes contiguous 2-D buffers; the columns are made a few images at a
-time (``CHUNK_BYTES``) in the thread's workspace (``hiapi.backends.workspace``), so they stay in
-cache and a step allocates nothing. The numpy backend lowers
-with strided copies; the numba backend registers the same kernels with parallel loops.
+time (``CHUNK_BYTES``) in the kernel's planned workspace (``hiapi.backends.workspace``), so they
+stay in cache and a step allocates nothing outside the memory plan: ``conv_scratch`` declares
+the columns, the lowering's own temporaries (the numpy lowering's zero-padded input and col2im
+grid; none for numba's loops) and the filter gradient's per-chunk product. The numpy backend
+lowers with strided copies; the numba backend registers the same kernels with parallel loops.
 """
 from collections import namedtuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from hiapi.backends.workspace import scratch
+from hiapi.backends.workspace import aligned, take
 from hiapi.graph.ops import conv_geometry as geo
 
 Geometry = namedtuple("Geometry", "n h w c kh kw sh sw dh dw top left oh ow")
@@ -45,9 +47,13 @@ def _slices(total, groups):
 CHUNK_BYTES = 4 << 20
 
 
+def _per_chunk(shape, columns, itemsize):
+    return min(shape.n, max(1, CHUNK_BYTES // max(shape.oh * shape.ow * columns * itemsize, 1)))
+
+
 def _chunks(shape, columns, itemsize):
     """(images, geometry of that many images) covering the batch in cache-sized pieces."""
-    per = max(1, CHUNK_BYTES // max(shape.oh * shape.ow * columns * itemsize, 1))
+    per = _per_chunk(shape, columns, itemsize)
     for start in range(0, shape.n, per):
         stop = min(start + per, shape.n)
         yield slice(start, stop), shape._replace(n=stop - start)
@@ -62,58 +68,120 @@ def _gemm_into(out, a, b):
         out[...] = (a @ b).reshape(out.shape)
 
 
-def conv_kernels(im2col, col2im):
-    """The three convolution kernels, lowering with ``im2col(x, geometry, cols)`` and
-    ``col2im(cols, geometry, out)`` (which adds into ``out``)."""
+class Scratch:
+    """Where a convolution's temporaries sit in its workspace, for one geometry: the columns
+    of one chunk, then the lowering's own (``spare``), then the filter gradient's product of
+    one chunk. ``nbytes`` is what the kernel declares."""
 
-    def conv2d(out, x, w, strides, padding, dilation, groups):
+    def __init__(self, shape, columns, filters, itemsize, lowering_bytes):
+        part = shape._replace(n=_per_chunk(shape, columns, itemsize))
+        self.spare = aligned(part.n * part.oh * part.ow * columns * itemsize)
+        self.product = self.spare + aligned(lowering_bytes(part, itemsize))
+        self.nbytes = self.product + (aligned(columns * filters * itemsize) if part.n < shape.n
+                                      else 0)
+
+
+def conv_kernels(im2col, col2im, lowering_bytes):
+    """The three convolution kernels, lowering with ``im2col(x, geometry, cols, spare)`` and
+    ``col2im(cols, geometry, out, spare)`` (which adds into ``out``); ``spare`` is the
+    lowering's ``lowering_bytes(geometry, itemsize)`` of workspace."""
+
+    def conv2d(out, x, w, strides, padding, dilation, groups, workspace=None):
         kernel_hw, cin, f = w.shape[:2], w.shape[2], w.shape[3]
         shape = geometry(x.shape, kernel_hw, out.shape[1:3], strides, padding, dilation, cin)
         k = shape.kh * shape.kw * cin
+        at = Scratch(shape, k, f // groups, x.itemsize, lowering_bytes)
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
             weights = w[..., fs].reshape(k, f // groups)
             for images, part in _chunks(shape, k, x.itemsize):
-                cols = scratch((part.n * part.oh * part.ow, k), x.dtype)
-                im2col(x[images, ..., cs], part, cols)      # contiguous when groups == 1
+                cols = take(workspace, (part.n * part.oh * part.ow, k), x.dtype)
+                im2col(x[images, ..., cs], part, cols, _spare(workspace, at))
                 _gemm_into(out[images, ..., fs], cols, weights)
 
-    def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups):
+    def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups,
+                           workspace=None):
         cin, f = out.shape[2], out.shape[3]
         shape = geometry(x.shape, kernel_hw, g.shape[1:3], strides, padding, dilation, cin)
         k = shape.kh * shape.kw * cin
+        at = Scratch(shape, k, f // groups, x.itemsize, lowering_bytes)
         g = np.ascontiguousarray(g)
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
             target = out[..., fs]
             for images, part in _chunks(shape, k, x.itemsize):
-                cols = scratch((part.n * part.oh * part.ow, k), x.dtype)
-                im2col(x[images, ..., cs], part, cols)
+                cols = take(workspace, (part.n * part.oh * part.ow, k), x.dtype)
+                im2col(x[images, ..., cs], part, cols, _spare(workspace, at))
                 g_rows = g[images].reshape(-1, f)[:, fs]
                 if images.start == 0:
                     _gemm_into(target, cols.T, g_rows)
                 else:
-                    target += (cols.T @ g_rows).reshape(target.shape)
+                    product = take(workspace, (k, f // groups), out.dtype, at.product)
+                    np.matmul(cols.T, g_rows, out=product)
+                    target += product.reshape(target.shape)
 
-    def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups):
+    def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups,
+                          workspace=None):
         kernel_hw, cin, f = w.shape[:2], w.shape[2], w.shape[3]
         shape = geometry(out.shape, kernel_hw, g.shape[1:3], strides, padding, dilation, cin)
         k = shape.kh * shape.kw * cin
+        at = Scratch(shape, k, f // groups, out.itemsize, lowering_bytes)
         g = np.ascontiguousarray(g)
         out[...] = 0
         for cs, fs in zip(_slices(out.shape[3], groups), _slices(f, groups)):
             weights_t = w[..., fs].reshape(k, f // groups).T
             for images, part in _chunks(shape, k, out.itemsize):
-                cols = scratch((part.n * part.oh * part.ow, k), out.dtype)
+                cols = take(workspace, (part.n * part.oh * part.ow, k), out.dtype)
                 np.matmul(g[images].reshape(-1, f)[:, fs], weights_t, out=cols)
-                col2im(cols, part, out[images, ..., cs])
+                col2im(cols, part, out[images, ..., cs], _spare(workspace, at))
 
     return conv2d, conv2d_filter_grad, conv2d_input_grad
 
 
-def register_conv_kernels(backend, im2col, col2im):
-    """Register the three convolution kernels, lowered by ``im2col``/``col2im``."""
-    for name, kernel in zip(("conv2d", "conv2d_filter_grad", "conv2d_input_grad"),
-                            conv_kernels(im2col, col2im)):
-        backend.register(name)(kernel)
+def _spare(workspace, at):
+    return None if workspace is None else workspace[at.spare:at.product]
+
+
+def conv_scratch(lowering_bytes):
+    """The three kernels' ``scratch(shapes, dtypes, attrs)`` declarations (shapes: the
+    output's, then the inputs')."""
+
+    def _geometry(input_shape, kernel_hw, out_hw, channels, attrs):
+        return geometry(input_shape, kernel_hw, out_hw, attrs["strides"], attrs["padding"],
+                        attrs["dilation"], channels)
+
+    def conv2d(shapes, dtypes, attrs):
+        out, x, w = shapes
+        shape = _geometry(x, w[:2], out[1:3], w[2], attrs)
+        return _declared(shape, w[3] // attrs["groups"], dtypes[0])
+
+    def conv2d_filter_grad(shapes, dtypes, attrs):
+        out, x, g = shapes
+        shape = _geometry(x, attrs["kernel_hw"], g[1:3], out[2], attrs)
+        return _declared(shape, out[3] // attrs["groups"], dtypes[0])
+
+    def conv2d_input_grad(shapes, dtypes, attrs):
+        out, g, w = shapes
+        shape = _geometry(out, w[:2], g[1:3], w[2], attrs)
+        return _declared(shape, w[3] // attrs["groups"], dtypes[0])
+
+    def _declared(shape, filters, dtype):
+        columns = shape.kh * shape.kw * shape.c
+        return Scratch(shape, columns, filters, dtype.itemsize, lowering_bytes).nbytes
+
+    return conv2d, conv2d_filter_grad, conv2d_input_grad
+
+
+def no_lowering_bytes(shape, itemsize):
+    """For lowerings that need no temporary of their own (numba's loops)."""
+    return 0
+
+
+def register_conv_kernels(backend, im2col, col2im, lowering_bytes=no_lowering_bytes):
+    """Register the three convolution kernels, lowered by ``im2col``/``col2im``, with their
+    planned scratch."""
+    for name, kernel, scratch in zip(("conv2d", "conv2d_filter_grad", "conv2d_input_grad"),
+                                     conv_kernels(im2col, col2im, lowering_bytes),
+                                     conv_scratch(lowering_bytes)):
+        backend.register(name, scratch=scratch)(kernel)
 
 
 def windows(x, shape):
@@ -129,21 +197,43 @@ def _padded_extent(shape):
             ((shape.oh, shape.sh, shape.kh, shape.dh), (shape.ow, shape.sw, shape.kw, shape.dw))]
 
 
-def numpy_im2col(x, shape, cols):
-    """One strided copy of every window into ``cols`` (after zero padding, if any)."""
+def _grid_hw(shape):
+    """Height and width of the zero-padded input: every window's extent and the input."""
     height, width = _padded_extent(shape)
-    if shape.top or shape.left or height > shape.h or width > shape.w:
-        bottom, right = max(height - shape.h - shape.top, 0), max(width - shape.w - shape.left, 0)
-        x = np.pad(x, ((0, 0), (shape.top, bottom), (shape.left, right), (0, 0)))
+    return max(height, shape.top + shape.h), max(width, shape.left + shape.w)
+
+
+def _needs_padding(shape):
+    height, width = _padded_extent(shape)
+    return shape.top or shape.left or height > shape.h or width > shape.w
+
+
+def numpy_lowering_bytes(shape, itemsize):
+    """The numpy lowering's temporary: one zero-padded copy of the chunk's input (im2col, only
+    when the convolution pads) or col2im's accumulation grid, whichever is asked."""
+    height, width = _grid_hw(shape)
+    return shape.n * height * width * shape.c * itemsize
+
+
+def numpy_im2col(x, shape, cols, spare=None):
+    """One strided copy of every window into ``cols`` (after zero padding, if any, into
+    ``spare``)."""
+    if _needs_padding(shape):
+        height, width = _grid_hw(shape)
+        grid = take(spare, (shape.n, height, width, x.shape[3]), x.dtype)
+        grid[...] = 0
+        grid[:, shape.top:shape.top + shape.h, shape.left:shape.left + shape.w] = x
+        x = grid
     view = windows(x, shape)
     np.copyto(cols.reshape(view.shape), view)
 
 
-def numpy_col2im(cols, shape, out):
-    """Add each window's column block back at its input position: one strided add per tap."""
-    height, width = _padded_extent(shape)
-    height, width = max(height, shape.top + shape.h), max(width, shape.left + shape.w)
-    grid = np.zeros((shape.n, height, width, out.shape[3]), out.dtype)
+def numpy_col2im(cols, shape, out, spare=None):
+    """Add each window's column block back at its input position: one strided add per tap,
+    into a zeroed grid in ``spare``."""
+    height, width = _grid_hw(shape)
+    grid = take(spare, (shape.n, height, width, out.shape[3]), out.dtype)
+    grid[...] = 0
     blocks = cols.reshape(shape.n, shape.oh, shape.ow, shape.kh, shape.kw, out.shape[3])
     for i in range(shape.kh):
         for j in range(shape.kw):

@@ -12,6 +12,7 @@ import numpy as np
 
 from hiapi import timeline
 from hiapi.graph.memory import plan_memory
+from hiapi.graph.memory.scratch import place_scratch, scratch_requests
 from hiapi.graph.op import Spec
 from hiapi.graph.ops.sources import Placeholder, Read
 from hiapi.graph.schedule import execution_order
@@ -28,6 +29,9 @@ class Executable:
         for var in order:
             self.specs[var] = self._infer(var, fed)
         self.plan = plan_memory(order, self.specs, roots) if memory == "plan" else None
+        self.scratch = scratch_requests(order, self.specs, backend)     # kernel workspaces
+        if self.plan is not None:
+            place_scratch(self.plan, order, self.scratch)
         self.buffers = [None] * len(order)
         self.reads, self.steps = [], []
         allocate = self._arena_allocator(backend) if self.plan else \
@@ -133,7 +137,18 @@ class Executable:
             view = op.view_of is not None
             if not view:
                 self.buffers[i] = allocate(var, spec)
-            self.steps.append((kernel, i, tuple(slot[v] for v in var.inputs), op.attrs(), view))
+            attrs = op.attrs()
+            if var in self.scratch:
+                attrs = {**attrs, "workspace": self._workspace(var, backend)}
+            self.steps.append((kernel, i, tuple(slot[v] for v in var.inputs), attrs, view))
+
+    def _workspace(self, var, backend):
+        """The kernel's planned scratch: its block of the arena (its own buffer unplanned)."""
+        nbytes = self.scratch[var]
+        if self.plan is None:
+            return backend.empty((nbytes,), np.uint8)
+        offset = self.plan.scratch[var]
+        return self.arena[offset:offset + nbytes]
 
     def run(self, arrays, times=None):
         """Run once. ``times``, a list with one float per step, gets each step's seconds added

@@ -1,36 +1,12 @@
-"""The numpy backend keeps no memory outside its plan: a training step's resident-set growth
-stays near the arena that ``memory_report()`` states (project issue #15). Fused elementwise
-programs used to keep an output-sized scratch buffer per step and node, which nearly doubled
-the process's memory on an MLP; they now run in bounded chunks."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
+"""Fused elementwise programs on numpy run in bounded chunks in a planned workspace (project
+issue #15): they used to keep an output-sized scratch buffer per step and node, which nearly
+doubled the process's memory on an MLP. Resident-set growth against ``memory_report()`` is
+measured in ``tests/graph/test_memory_truth.py``."""
 import numpy as np
 import pytest
 
 from hiapi.backends.numpy_backend import fused_kernel
 from hiapi.graph.ops import elementwise as E
-
-WORKER = Path(__file__).with_name("fused_memory_worker.py")
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm and "
-                    "relies on glibc's MALLOC_MMAP_THRESHOLD_ to return freed buffers")
-@pytest.mark.parametrize("memory", ["default", "sublinear"])
-def test_mlp_step_resident_growth_matches_memory_report(memory):
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20), "OMP_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(WORKER), memory, "6", "1024", "1024"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    arena, growth = result["arena_bytes"], result["rss_growth_bytes"]
-    assert abs(growth - arena) <= 0.25 * arena, \
-        f"{memory}: resident set grew {growth / 2**20:.1f} MiB, memory_report() " \
-        f"says {arena / 2**20:.1f} MiB"
 
 
 def _program(dtype):
@@ -74,3 +50,29 @@ def test_temporaries_are_bounded_by_the_chunk_not_the_output():
     (plan,) = scratch.values()
     total = plan[-1]                            # workspace bytes the program asks for
     assert total <= len(program) * fused_kernel.CHUNK_BYTES < x.nbytes
+    declared = fused_kernel.program_scratch([x.shape, x.shape, x[0].shape, x[:, :1].shape],
+                                            [x.dtype] * 4, {"program": program,
+                                                            "shapes": shapes})
+    assert declared == total                    # what the memory plan reserves
+
+
+def test_program_runs_in_its_workspace_and_allocates_nothing():
+    import tracemalloc
+    x = np.random.default_rng(0).normal(size=(512, 1024)).astype(np.float32)
+    program, shapes = _program(np.float32)
+    operands = (x, x[0], x[:, :1])
+    attrs = {"program": program, "shapes": shapes}
+    nbytes = fused_kernel.program_scratch([x.shape] + [a.shape for a in operands],
+                                          [x.dtype] * 4, attrs)
+    workspace, out, scratch = np.empty(nbytes, np.uint8), np.empty_like(x), {}
+    fused_kernel.fused_elementwise(out, *operands, **attrs, scratch=scratch,
+                                   workspace=workspace)         # plans once
+    tracemalloc.start()
+    try:
+        fused_kernel.fused_elementwise(out, *operands, **attrs, scratch=scratch,
+                                       workspace=workspace)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, peak               # index tuples and views, no array data
+    assert out.tobytes() == _whole(*operands).tobytes()

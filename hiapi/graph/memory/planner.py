@@ -27,6 +27,12 @@ class MemoryPlan:
     lower_bound: int         # peak of simultaneously live bytes
     upper_bound: int         # every value in its own buffer
     intervals: dict = field(repr=False, default_factory=dict)
+    # kernel scratch (``memory/scratch.py``): Var -> offset of its step's workspace; the arena
+    # before scratch was placed; what scratch added to it; the largest single request
+    scratch: dict = field(repr=False, default_factory=dict)
+    activation_bytes: int = 0
+    scratch_bytes: int = 0
+    largest_scratch: int = 0
 
 
 def _aligned(n):
@@ -47,7 +53,8 @@ def plan_memory(order, specs, roots, in_place=True):
     owners = [v for v in arena if v not in shares]
     offsets, total = _place(owners, nbytes, merged)
     lower = _peak(owners, nbytes, merged)
-    return MemoryPlan(offsets, nbytes, shares, total, lower, upper, merged)
+    return MemoryPlan(offsets, nbytes, shares, total, lower, upper, merged,
+                      activation_bytes=total)
 
 
 def _in_place(order, specs, intervals, base, nbytes):

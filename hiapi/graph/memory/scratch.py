@@ -1,0 +1,68 @@
+"""Kernel scratch in the memory plan: a kernel that needs a temporary (im2col columns, a fused
+program's chunk slots) declares its bytes for the step's shapes (``Backend.scratch_bytes``),
+and each such request becomes a block of the arena live for that one step, as TensorFlow Lite
+and XLA plan temporaries. So the arena, ``memory_report()`` and ``memory_budget`` count every
+byte the kernels use, and a step allocates nothing.
+
+*Why after the activations, not among them:* the activation plan stays exactly what it was
+(recomputation choices compare the same numbers), and a step's scratch is short-lived, so it
+mostly lands in gaps the activations leave at that step; what does not fit extends the arena,
+and that extension is what the report shows as scratch.
+"""
+import numpy as np
+
+from hiapi.graph.memory.planner import _aligned, _best_gap
+
+
+def scratch_requests(order, specs, backend):
+    """Var -> workspace bytes its kernel needs (only Vars whose kernel needs some)."""
+    requests = {}
+    for var in order:
+        op = var.op
+        if op.is_source or op.view_of is not None:
+            continue
+        nbytes = backend.scratch_bytes(op, [specs[var]] + [specs[i] for i in var.inputs])
+        if nbytes > 0:
+            requests[var] = _aligned(nbytes)
+    return requests
+
+
+def place_scratch(plan, order, requests):
+    """Give each request an arena offset free during its step; grows ``plan.arena_bytes``
+    where one does not fit and raises ``plan.lower_bound`` to the peak of live values plus the
+    step's scratch."""
+    index = {var: i for i, var in enumerate(order)}
+    owners = list(plan.offsets)
+    starts = [plan.intervals[v].start for v in owners]
+    ends = [plan.intervals[v].end for v in owners]
+    lows = [plan.offsets[v] for v in owners]
+    highs = [plan.offsets[v] + plan.nbytes[v] for v in owners]
+    starts, ends, lows, highs = (np.array(a, np.int64) for a in (starts, ends, lows, highs))
+    plan.activation_bytes = plan.arena_bytes
+    for var in sorted(requests, key=lambda v: -requests[v]):
+        step, size = index[var], requests[var]
+        alive = (starts <= step) & (ends >= step)
+        offset = _best_gap(lows[alive], highs[alive], size)
+        plan.scratch[var] = offset
+        starts, ends = np.append(starts, step), np.append(ends, step)
+        lows, highs = np.append(lows, offset), np.append(highs, offset + size)
+        plan.arena_bytes = max(plan.arena_bytes, offset + size)
+    plan.scratch_bytes = plan.arena_bytes - plan.activation_bytes
+    plan.largest_scratch = max(requests.values(), default=0)
+    plan.lower_bound = max(plan.lower_bound, _peak_with_scratch(plan, owners, index, requests))
+    return plan
+
+
+def _peak_with_scratch(plan, owners, index, requests):
+    """Largest sum of live values' bytes plus the scratch of the step running then."""
+    if not requests:
+        return 0
+    steps = max([plan.intervals[v].end for v in owners] + list(index.values())) + 2
+    live = np.zeros(steps, np.int64)
+    for v in owners:
+        live[plan.intervals[v].start] += plan.nbytes[v]
+        live[plan.intervals[v].end + 1] -= plan.nbytes[v]
+    live = np.cumsum(live)
+    for var, size in requests.items():
+        live[index[var]] += size
+    return int(live.max())
