@@ -22,8 +22,9 @@ from hiapi.graph.var import Var
 class Function:
     def __init__(self, inputs, outputs, updates=(), name="function", memory=None,
                  recompute=None, forward_outputs=None):
-        """``recompute``: None, "sublinear" (about sqrt(n) checkpoint segments), or a byte
-        budget (the cheapest recomputation whose planned memory fits it). The first
+        """``recompute``: None, "sublinear" (the smallest plan among checkpoint sets chosen
+        by bytes, ``memory/checkpoints.py``), or a byte budget (the cheapest recomputation
+        whose planned memory fits it). The first
         ``forward_outputs`` outputs are the forward pass (default: all outputs); everything
         else (gradients, updates) reads recomputed copies of forward values."""
         self.name = name
@@ -82,32 +83,16 @@ class Function:
         return executable
 
     def _compile_with_recomputation(self, outputs, updates, shapes):
-        from hiapi.graph.memory import sublinear
+        from hiapi.graph.memory import checkpoints
         forward, rest = outputs[:self.forward_outputs], outputs[self.forward_outputs:]
-
-        def build(every):
-            roots, copies = sublinear.rewrite(forward, rest + [v for _, v in updates], every)
-            new_updates = [(var, value) for (var, _), value in zip(updates, roots[len(rest):])]
-            # recomputation only pays with a memory plan, so it always plans
-            return self._compile(forward + roots[:len(rest)], new_updates, shapes, copies,
-                                 memory="plan")
-
-        if self.recompute == "sublinear":     # about sqrt(n) segments: keep the smallest plan
-            middle = sublinear.sqrt_segments(forward)
-            spacings = {max(1, round(middle * f)) for f in (0.5, 0.75, 1, 1.5, 2)}
-            plans = [build(every) for every in sorted(spacings)]
-            return min(plans, key=lambda e: e.plan.arena_bytes)
-        budget = parse_bytes(self.recompute)
-        tried = []
-        for every in sublinear.spacings(forward):
-            executable = build(every)
-            tried.append(executable)
-            if executable.plan.arena_bytes <= budget:
-                return executable
-        smallest = min(e.plan.arena_bytes for e in tried)
-        raise ValueError(f"Function {self.name!r}: no recomputation plan fits the memory "
-                         f"budget of {budget:,} bytes; the smallest achievable is "
-                         f"{smallest:,} bytes")
+        budget = None if self.recompute == "sublinear" else parse_bytes(self.recompute)
+        chosen = checkpoints.choose(forward, rest, updates, dict(zip(self.inputs, shapes)),
+                                    budget, self.name)
+        # recomputation only pays with a memory plan, so it always plans
+        executable = self._compile(forward + chosen.rest, chosen.updates, shapes,
+                                   chosen.copies, memory="plan")
+        executable.forward_outputs = len(forward)     # for the report's lower-bound line
+        return executable
 
     def optimized(self):
         """Outputs and updates after the graph passes (run once, on the symbolic graph)."""
