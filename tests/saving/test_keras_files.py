@@ -163,6 +163,15 @@ def test_what_keras_cannot_express_is_refused_with_its_name(tmp_path):
     custom.save(tmp_path / "c.hiapi")       # the native format keeps it
 
 
+def test_compressor_state_is_refused_with_its_name(tmp_path):
+    model = hiapi.Sequential([hiapi.Input((3,)), layers.Dense(2)])
+    with hiapi.distribute.Strategy(compression="topk").scope():
+        model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match=r"TopK gradient compressor, whose state \(residual\)"
+                                         r".*'\.hiapi'"):
+        model.save(tmp_path / "m.keras")
+
+
 def test_missing_h5py_names_the_extra(tmp_path, monkeypatch):
     model = hiapi.Sequential([hiapi.Input((3,)), layers.Dense(2)])
     monkeypatch.setitem(sys.modules, "h5py", None)

@@ -15,6 +15,7 @@ import zipfile
 from hiapi.saving.atomic import atomic_write
 from hiapi.saving.keras_archive import compile_config, h5_weights, model_config
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
+from hiapi.saving.keras_archive.layer_config import HIAPI_SUGGESTION
 from hiapi.saving.registry import get_class
 
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
@@ -62,11 +63,24 @@ def _optimizer(model, include_optimizer):
     return optimizer
 
 
+def _refuse_compressor_state(model):
+    """A Strategy's gradient compressor with state (error feedback, DGC's velocity) has no
+    place in a Keras file; dropping it silently would change training after a reload."""
+    compressor = getattr(getattr(model, "distribution", None), "compressor", None)
+    slots = getattr(compressor, "state_slots", ())
+    if slots:
+        raise ValueError(f"cannot write model {model.name!r} to a Keras .keras file: it trains "
+                         f"with the {type(compressor).__name__} gradient compressor, whose "
+                         f"state ({', '.join(slots)}) Keras has no place for; "
+                         f"{HIAPI_SUGGESTION}")
+
+
 def save_keras_model(model, filepath, include_optimizer=True):
     """Write ``model`` as a Keras 3 ``.keras`` archive, atomically."""
     if not model.built:
         raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
                          f"to save")
+    _refuse_compressor_state(model)
     config = model_config.model_to_keras(model)
     optimizer = _optimizer(model, include_optimizer)
     if optimizer is not None:
