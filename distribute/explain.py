@@ -108,7 +108,7 @@ def schedule(bucket_list, comm_seconds, compute, backward_end):
         seconds = comm_seconds(nbytes)
         done, total = max(done, ready) + seconds, total + seconds
     exposed = max(0.0, done - backward_end)
-    hidden = 1.0 - exposed / total if total else 1.0
+    hidden = min(1.0, max(0.0, 1.0 - exposed / total)) if total else 1.0
     return compute + exposed, total, hidden
 
 

@@ -18,14 +18,17 @@ class LinkCosts:
 
     ``latency`` holds each algorithm's own time for an 8-byte call: its alpha terms as they
     really run (MPI's C loop for ``native``; 2(P-1) messages plus Python for the ring; two
-    fences for shared memory), which no single per-message alpha captures for all of them."""
+    fences for shared memory), which no single per-message alpha captures for all of them.
+    ``scale`` holds, per algorithm, its measured per-byte time on one large message over what
+    the formula gives from beta, gamma and copy: what the formula cannot know (MPI's C sum
+    loop is not numpy's SIMD one; P ranks copying at once share memory bandwidth)."""
     alpha: float        # one point-to-point message (a ring step, from Python)
     beta: float         # seconds per byte of one message while every rank sends at once
     gamma: float        # seconds per byte of a numpy sum (a += b), all ranks at once
     copy: float         # seconds per byte of a numpy copy, all ranks at once
     barrier: float      # one fence among the ranks of a node
     latency: dict = field(default_factory=dict)     # algorithm name -> seconds for 8 bytes
-    native_gamma: float | None = None   # seconds per byte of MPI's own reduction (its C loop)
+    scale: dict = field(default_factory=dict)       # algorithm name -> measured / modelled
 
     def as_dict(self):
         return asdict(self)
@@ -65,7 +68,8 @@ class AllreduceAlgorithm:
             latency = costs.alpha * self.latency_steps(self.size)
         if size != self.size:
             latency *= self.latency_steps(size) / max(self.latency_steps(self.size), 1)
-        return latency + self.bandwidth_time(nbytes, costs, size)
+        return latency + costs.scale.get(self.name, 1.0) * \
+            self.bandwidth_time(nbytes, costs, size)
 
 
 def steps(size):

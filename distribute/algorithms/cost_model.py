@@ -5,13 +5,14 @@ does) of 8 bytes and of 8 MB give the latency ``alpha`` and the per-byte time ``
 sum and a copy of 16 MB (past the caches, as gradients are), run on every rank at once (so
 ranks sharing cores and memory bandwidth are priced as they will run), give ``gamma`` and
 ``copy``; a few node barriers give ``barrier``; a few 8-byte calls of each candidate
-algorithm give its ``latency`` (its alpha terms as they really run); and an 8 MB
-``MPI_Allreduce`` gives MPI's own reduction speed ``native_gamma``. Each figure is a median
-of repeats, then the largest over ranks, so every rank holds the same numbers and ``auto``
+algorithm give its ``latency`` (its alpha terms as they really run); and three 8 MB calls of
+each give its ``scale``, measured over modelled per-byte time. Each figure is a median
+(latencies: the lower quartile) of repeats, then the largest over ranks, so every rank holds the same numbers and ``auto``
 picks the same algorithm everywhere (a different pick on two ranks would deadlock). About
-0.2 s on two idle ranks.
+0.3 s on two idle ranks.
 """
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,24 +21,29 @@ from hiapi.distribute.algorithms.shared_window import node_communicator
 from hiapi.distribute.ring import _sendrecv
 
 LARGE = 8 << 20
+# latencies are the lower quartile of their repeats: on a loaded machine a tiny message's time
+# is mostly waiting for the partner to be scheduled, which the median would price as latency
+LATENCY_QUANTILE = 25
 _measured = {}
 
 
-def _median_time(fn, repeats):
+def _median_time(fn, repeats, quantile=50):
+    """The ``quantile`` of ``repeats`` timings of ``fn()`` (the median by default)."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return float(np.percentile(times, quantile))
 
 
-def _shift_time(comm, nbytes, repeats):
+def _shift_time(comm, nbytes, repeats, quantile=50):
     """A ring step: send right while receiving from the left, in the ring's 1 MB pieces."""
     rank, size = comm.Get_rank(), comm.Get_size()
     send, recv = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
     right, left = (rank + 1) % size, (rank - 1) % size
-    return _median_time(lambda: _sendrecv(comm, send, right, recv, left, 1 << 20), repeats)
+    return _median_time(lambda: _sendrecv(comm, send, right, recv, left, 1 << 20), repeats,
+                        quantile)
 
 
 def _local_costs(nbytes=16 << 20, repeats=3):
@@ -47,12 +53,15 @@ def _local_costs(nbytes=16 << 20, repeats=3):
     return gamma, copy
 
 
-def _native_gamma(seconds, latencies, beta, size):
-    """MPI's reduction speed, from an 8 MB ``MPI_Allreduce``: what its time leaves after the
-    latency and the bytes moved (MPI's C sum loop is not numpy's SIMD one)."""
-    share = (size - 1) / size * LARGE
-    rest = seconds - latencies.get("native", 0.0) - 2 * share * beta
-    return max(rest, 0.0) / share
+def _scales(algorithms, costs, seconds):
+    """Per algorithm: its measured time on ``LARGE`` bytes, less its latency, over the
+    formula's per-byte time."""
+    out = {}
+    for algorithm, measured in zip(algorithms, seconds):
+        modelled = algorithm.bandwidth_time(LARGE, costs, algorithm.size)
+        rest = measured - costs.latency[algorithm.name]
+        out[algorithm.name] = max(rest, 0.1 * modelled) / modelled if modelled > 0 else 1.0
+    return out
 
 
 def measure(comm, algorithms=(), refresh=False):
@@ -66,23 +75,23 @@ def measure(comm, algorithms=(), refresh=False):
     node = node_communicator(comm)
     comm.Barrier()
     _shift_time(comm, LARGE, 2)                                   # warm the path up
-    small_t = _shift_time(comm, 8, 20)
+    small_t = _shift_time(comm, 8, 20, LATENCY_QUANTILE)
     large_t = _shift_time(comm, LARGE, 7)
     comm.Barrier()
     gamma, copy = _local_costs()
-    barrier = _median_time(node.Barrier, 20)
+    barrier = _median_time(node.Barrier, 20, LATENCY_QUANTILE)
     node.Free()
     tiny = np.zeros(2, np.float32)
-    latency = [_median_time(lambda: algorithm(tiny), 15) for algorithm in algorithms]
+    latency = [_median_time(lambda: algorithm(tiny), 20, LATENCY_QUANTILE)
+               for algorithm in algorithms]
     vector = np.ones(LARGE // 4, np.float32)
-    native_large = _median_time(lambda: comm.Allreduce(MPI.IN_PLACE, vector, MPI.SUM), 5)
+    large = [_median_time(lambda: algorithm(vector), 3) for algorithm in algorithms]
     mine = np.array([small_t, max(large_t - small_t, 0.0) / LARGE, gamma, copy, barrier,
-                     native_large, *latency])
+                     *latency, *large])
     comm.Allreduce(MPI.IN_PLACE, mine, MPI.MAX)
     values = list(map(float, mine))
-    latencies = dict(zip(key[2], values[6:]))
-    costs = LinkCosts(*values[:5], latency=latencies,
-                      native_gamma=_native_gamma(values[5], latencies, values[1],
-                                                 comm.Get_size()))
+    count = len(algorithms)
+    costs = LinkCosts(*values[:5], latency=dict(zip(key[2], values[5:5 + count])))
+    costs = replace(costs, scale=_scales(algorithms, costs, values[5 + count:]))
     _measured[key] = costs
     return costs

@@ -23,5 +23,4 @@ class NativeAllreduce(AllreduceAlgorithm):
     def bandwidth_time(self, nbytes, costs, size):
         # MPICH: reduce-scatter + allgather (Rabenseifner) beyond a few KB
         share = (size - 1) / size * nbytes
-        gamma = costs.gamma if costs.native_gamma is None else costs.native_gamma
-        return 2 * share * costs.beta + share * gamma
+        return 2 * share * costs.beta + share * costs.gamma
