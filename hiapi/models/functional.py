@@ -8,6 +8,12 @@ outputs (the *nodes*), so the model can be called again on new inputs, e.g. with
     hidden = hiapi.layers.Dense(64, activation="relu")(inputs)
     model = hiapi.Model(inputs, hiapi.layers.Dense(10)(hidden))
 """
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from hiapi.hints import Tensor
 from hiapi.graph.var import Var
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer, _flatten, _map
@@ -16,7 +22,9 @@ from hiapi.models.trainer import Trainer
 
 
 class Model(Trainer, Layer):
-    def __init__(self, inputs=None, outputs=None, name=None, trainable=True, **kwargs):
+    def __init__(self, inputs: Tensor | Sequence[Tensor] | Mapping[str, Tensor] | None = None,
+                 outputs: Tensor | Sequence[Tensor] | Mapping[str, Tensor] | None = None,
+                 name: str | None = None, trainable: bool = True, **kwargs: Any) -> None:
         Layer.__init__(self, name=name, trainable=trainable, **kwargs)
         Trainer.__init__(self)
         if inputs is None and outputs is None:
@@ -38,19 +46,19 @@ class Model(Trainer, Layer):
         self.built = True
 
     @property
-    def input(self):
+    def input(self) -> Tensor | list[Tensor]:
         """The model's input tensor (a list when it has several), as in Keras."""
         return self.inputs[0] if len(self.inputs) == 1 else list(self.inputs)
 
     @property
-    def output(self):
+    def output(self) -> Tensor | list[Tensor]:
         return self.outputs[0] if len(self.outputs) == 1 else list(self.outputs)
 
     @property
-    def layers(self):
+    def layers(self) -> list[Layer]:
         return list(getattr(self, "_layers", self._sublayers))
 
-    def get_layer(self, name=None, index=None):
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
         if index is not None:
             return self.layers[index]
         for layer in self.layers:
@@ -59,17 +67,17 @@ class Model(Trainer, Layer):
         raise ValueError(f"Model {self.name!r} has no layer named {name!r}; its layers are "
                          f"{', '.join(layer.name for layer in self.layers)}")
 
-    def save(self, filepath, include_optimizer=True):
+    def save(self, filepath: str | os.PathLike[str], include_optimizer: bool = True) -> None:
         """Save architecture, weights, compile configuration and optimizer state to one file
         (atomically); ``hiapi.models.load_model(filepath)`` restores it."""
         from hiapi.saving import save_model
         save_model(self, filepath, include_optimizer=include_optimizer)
 
-    def save_weights(self, filepath):
+    def save_weights(self, filepath: str | os.PathLike[str]) -> None:
         from hiapi.saving import save_weights
         save_weights(self, filepath)
 
-    def load_weights(self, filepath):
+    def load_weights(self, filepath: str | os.PathLike[str]) -> None:
         from hiapi.saving import load_weights
         load_weights(self, filepath)
 

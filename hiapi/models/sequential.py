@@ -1,6 +1,11 @@
 """``Sequential``: a plain stack of layers, each feeding the next."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import numpy as np
 
+from hiapi.hints import Shape, ShapeLike, Tensor
 from hiapi.graph.var import Var
 from hiapi.layers import layer_io
 from hiapi.settings import floatx
@@ -16,17 +21,18 @@ class Sequential(Model):
     layer, or from the data at the first ``fit``/call; weights exist once it is known.
     """
 
-    def __init__(self, layers=None, name=None, trainable=True):
+    def __init__(self, layers: Sequence[Layer | Tensor] | None = None, name: str | None = None,
+                 trainable: bool = True) -> None:
         super().__init__(name=name, trainable=trainable)
-        self._stack = []
-        self._input_shape = None
+        self._stack: list[Layer] = []
+        self._input_shape: Shape | None = None
         self._input_dtype = floatx()
-        self._input_layer = None      # the InputLayer the stack is traced from
-        self._graph_output = None
+        self._input_layer: InputLayer | None = None      # the InputLayer the stack is traced from
+        self._graph_output: Any = None
         for layer in layers or []:
             self.add(layer)
 
-    def add(self, layer):
+    def add(self, layer: Layer | Tensor) -> None:
         if isinstance(layer, Var) and isinstance(getattr(layer, "_keras_history", (None,))[0],
                                                  InputLayer):
             layer = layer._keras_history[0]
@@ -47,10 +53,10 @@ class Sequential(Model):
             self.build(self._input_shape)
 
     @property
-    def layers(self):
+    def layers(self) -> list[Layer]:
         return list(self._stack)
 
-    def build(self, input_shape=None):
+    def build(self, input_shape: ShapeLike | None = None) -> None:
         """Trace the stack once on a placeholder: creates every weight and checks shapes."""
         input_shape = tuple(input_shape or self._input_shape or ())
         if not input_shape:
@@ -89,7 +95,7 @@ class Sequential(Model):
                                      f"yet: give it an Input first, or call or fit it")
             self.build(self._input_shape)
 
-    def pop(self, rebuild=True):
+    def pop(self, rebuild: bool = True) -> Layer:
         """Remove the last layer and return it (Keras's ``Sequential.pop``)."""
         if not self._stack:
             raise ValueError(f"Sequential {self.name!r} has no layers to pop")

@@ -7,6 +7,11 @@ batch order (``hiapi.random.model_shuffle_seed``) and each Dropout layer's seed 
 config) and step counter (a state variable). A weights file holds the weights alone, listed per
 layer so a mismatch can be named.
 """
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Mapping
+
 import numpy as np
 
 from hiapi import optimizers as optimizers_module
@@ -17,10 +22,14 @@ from hiapi.saving.objects import deserialize_object, serialize_object
 from hiapi.saving.architecture import (deserialize_layer, serialize_layer, shapes_text,
                                        weight_manifest)
 
+if TYPE_CHECKING:
+    from hiapi.models import Model
+
 MODEL_FORMAT, WEIGHTS_FORMAT, VERSION = "hiapi.model", "hiapi.weights", 1
 
 
-def save_model(model, filepath, include_optimizer=True, extra=None):
+def save_model(model: Model, filepath: str | os.PathLike[str], include_optimizer: bool = True,
+               extra: dict[str, Any] | None = None) -> None:
     """Write ``model`` to one file, atomically. ``extra`` (JSON-able) is stored alongside.
     A ``.keras`` name writes Keras 3's format (``hiapi.saving.keras_archive``)."""
     if str(filepath).lower().endswith(keras_archive.KERAS_ARCHIVE_SUFFIX) and extra is None:
@@ -46,7 +55,8 @@ def save_model(model, filepath, include_optimizer=True, extra=None):
     write_archive(filepath, manifest, arrays)
 
 
-def load_model(filepath, custom_objects=None, compile=True):
+def load_model(filepath: str | os.PathLike[str], custom_objects: Mapping[str, Any] | None = None,
+               compile: bool = True) -> Model:
     """A model from ``model.save``: weights, and (with ``compile``) its compile configuration
     and optimizer state, ready to ``fit`` on from where it stopped. Keras 3 ``.keras`` files
     are read too."""
@@ -57,8 +67,8 @@ def load_model(filepath, custom_objects=None, compile=True):
     _assign_model(model, arrays, filepath)
     if compile and manifest["compile"] is not None:
         config = manifest["compile"]
-        optimizer = optimizers_module.deserialize(manifest["optimizer"]) \
-            if manifest["optimizer"] else "sgd"
+        optimizer: Any = optimizers_module.deserialize(manifest["optimizer"]) \
+            if manifest["optimizer"] else "sgd"     # an Optimizer wherever one was saved
         model.compile(optimizer=optimizer,
                       loss=deserialize_object(config["loss"], custom_objects, "loss"),
                       loss_weights=config["loss_weights"],
@@ -102,7 +112,7 @@ def _compile_config(model):
             "weighted_metrics": serialize_object(getattr(model, "_weighted_metric_ids", None))}
 
 
-def save_weights(model, filepath):
+def save_weights(model: Model, filepath: str | os.PathLike[str]) -> None:
     """Write the weights alone (with each layer's name and shapes), atomically; to a
     ``.weights.h5`` name in Keras 3's HDF5 layout."""
     if str(filepath).lower().endswith(keras_archive.KERAS_WEIGHTS_SUFFIX):
@@ -114,7 +124,7 @@ def save_weights(model, filepath):
                   arrays)
 
 
-def load_weights(model, filepath):
+def load_weights(model: Model, filepath: str | os.PathLike[str]) -> None:
     """Load weights saved by ``save_weights`` (or ``save``) into a model of the same shape;
     a mismatch names the first layer that differs and both shapes. Keras 3 ``.weights.h5``
     files are read too."""

@@ -7,10 +7,14 @@ registered with ``@register_keras_serializable`` (Keras's name for the decorator
 """
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 _custom: dict[str, type] = {}
+_C = TypeVar("_C", bound=type)
 
 
-def register_keras_serializable(package="Custom", name=None):
+def register_keras_serializable(package: str = "Custom",
+                                name: str | None = None) -> Callable[[_C], _C]:
     """Class decorator: make a custom Layer or Model loadable by ``load_model``."""
     def decorate(cls):
         key = f"{package}>{name or cls.__name__}"
