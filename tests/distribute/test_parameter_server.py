@@ -152,3 +152,27 @@ def test_one_process_trains_locally():
     history = model.fit(x, x.sum(1), batch_size=8, epochs=3, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
     assert strategy.stats.steps == {0: 12}
+
+
+def test_the_example_runs_under_mpiexec():
+    result = run_mpi(3, "../../../examples/async_mnist.py", "--method", "ssp", "--staleness",
+                     2, "--epochs", 1, "--train-samples", 640, "--batch-size", 16,
+                     "--verbose", 0, timeout=300)
+    assert "ssp: 2 worker(s), test accuracy" in result.stdout
+    accuracy = float(result.stdout.split("test accuracy ")[1].split()[0])
+    assert accuracy > 0.6 and "max_clock_gap=" in result.stdout
+
+
+def test_backup_and_restore_resumes_a_parameter_server_job(tmp_path):
+    run_mpi(3, "ps_resume.py", "straight", tmp_path)
+    crashed = run_mpi(3, "ps_resume.py", "interrupt", tmp_path, check=False, timeout=120)
+    assert crashed.returncode != 0 and "simulated crash" in crashed.stderr
+    run_mpi(3, "ps_resume.py", "resume", tmp_path)
+    straight = json.load(open(tmp_path / "straight_history.json"))
+    resumed = json.load(open(tmp_path / "resume_history.json"))
+    assert resumed["epoch"] == [1, 2] and resumed["loss"] == straight["loss"][1:]
+    expected = np.load(tmp_path / "straight_weights_0.npz")
+    for rank in range(3):                     # the servers' copy too
+        got = np.load(tmp_path / f"resume_weights_{rank}.npz")
+        for key in expected.files:
+            np.testing.assert_allclose(got[key], expected[key], rtol=1e-6, atol=1e-7)

@@ -24,6 +24,7 @@ def load(name):
     ("mnist_mlp", ["--epochs", "1", "--train-samples", "2000"], 0.80),
     ("mnist_convnet", ["--epochs", "1", "--train-samples", "1000"], 0.50),
     ("mnist_lstm", ["--epochs", "1", "--train-samples", "1000", "--units", "32"], 0.15),  # chance: 0.10
+    ("async_mnist", ["--method", "easgd", "--epochs", "1", "--train-samples", "1000"], 0.6),
 ])
 def test_example_runs(name, args, floor, capsys):
     accuracy = load(name).main(args + ["--verbose", "0"])
