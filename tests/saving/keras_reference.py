@@ -36,7 +36,7 @@ def main(folder):
             model = keras.saving.load_model(path)
         for i, y in enumerate(outputs(model, x)):
             out[f"{name}/y{i}"] = y
-        if model.optimizer is not None:
+        if getattr(model, "optimizer", None) is not None:
             out[f"{name}/optimizer"] = np.array(type(model.optimizer).__name__)
             out[f"{name}/iterations"] = np.asarray(model.optimizer.iterations)
         weights = folder / f"{name}.weights.h5"

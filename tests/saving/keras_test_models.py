@@ -80,5 +80,66 @@ MODELS = {build.__name__: build for build in (mlp, mnist_convnet, batch_norm, re
                                                multi_output)}
 
 
+def image_zoo():
+    """Most image layers Keras and hiapi share, with random weights (untrained, uncompiled)."""
+    rng = _rng()
+    inputs = hiapi.Input((8, 8, 3))
+    x = layers.Rescaling(0.5, offset=0.1)(inputs)
+    x = layers.RandomFlip()(x)                        # identity at inference, in both
+    x = layers.ZeroPadding2D(1)(x)
+    x = layers.SeparableConv2D(4, 3, activation="relu")(x)
+    x = layers.DepthwiseConv2D(3, depth_multiplier=2)(x)
+    x = layers.GroupNormalization(groups=4)(x)
+    x = layers.Conv2DTranspose(3, 3, strides=2, padding="same")(x)
+    x = layers.UpSampling2D(2)(x)
+    x = layers.Cropping2D(2)(x)
+    a = layers.AveragePooling2D(2)(x)
+    b = layers.MaxPooling2D(2)(x)
+    x = layers.Maximum()([a, b])
+    x = layers.Subtract()([layers.GlobalMaxPooling2D()(x), layers.GlobalAveragePooling2D()(x)])
+    x = layers.Multiply()([x, layers.Activation("sigmoid")(x)])
+    x = layers.Average()([x, layers.Minimum()([x, layers.Identity()(x)])])
+    x = layers.LayerNormalization()(layers.Dense(5)(x))
+    model = hiapi.Model(inputs, layers.Dense(2, activation="softmax")(x), name="image_zoo")
+    _randomize(model, rng)
+    return model, rng.normal(size=(2, 8, 8, 3)).astype("float32"), None
+
+
+def sequence_zoo():
+    """Most sequence layers Keras and hiapi share, with random weights."""
+    rng = _rng()
+    tokens = hiapi.Input((6,))
+    x = layers.Embedding(10, 4)(tokens)
+    x = layers.Conv1D(4, 3, padding="same", activation="tanh")(x)
+    x = layers.SeparableConv1D(4, 3, padding="same")(x)
+    x = layers.DepthwiseConv1D(3, padding="same")(x)
+    x = layers.Conv1DTranspose(3, 2, strides=1)(x)
+    x = layers.Cropping1D(1)(x)
+    masked = layers.SimpleRNN(3)(layers.Masking(0.0)(x))
+    x = layers.GaussianNoise(0.1)(x)
+    x = layers.SpatialDropout1D(0.2)(x)
+    x = layers.SimpleRNN(4, return_sequences=True)(x)
+    x = layers.MaxPooling1D(2)(layers.AveragePooling1D(1)(x))
+    x = layers.Permute((2, 1))(x)
+    x = layers.Reshape((-1,))(x)
+    x = layers.Dropout(0.3)(layers.GaussianDropout(0.1)(x))
+    x = layers.RepeatVector(2)(layers.Dense(3)(x))
+    y = layers.Dot(axes=2)([x, x])
+    z = layers.Flatten()(layers.GlobalMaxPooling1D()(x))
+    x = layers.Concatenate()([layers.Flatten()(y), z, layers.GlobalAveragePooling1D()(x),
+                              masked])
+    model = hiapi.Model(tokens, layers.Dense(2)(x), name="sequence_zoo")
+    _randomize(model, rng)
+    return model, rng.integers(0, 10, (3, 6)).astype("float32"), None
+
+
+def _randomize(model, rng):
+    model.set_weights([rng.normal(scale=0.5, size=w.shape).astype(w.dtype)
+                       for w in model.get_weights()])
+
+
+ZOO = {build.__name__: build for build in (image_zoo, sequence_zoo)}
+
+
 def as_list(value):
     return list(value) if isinstance(value, (list, tuple)) else [value]
