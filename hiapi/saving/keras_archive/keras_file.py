@@ -15,7 +15,6 @@ import zipfile
 from hiapi.saving.atomic import atomic_write
 from hiapi.saving.keras_archive import compile_config, h5_weights, model_config
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
-from hiapi.saving.keras_archive.layer_config import HIAPI_SUGGESTION
 from hiapi.saving.registry import get_class
 
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
@@ -71,8 +70,8 @@ def _refuse_compressor_state(model):
     if slots:
         raise ValueError(f"cannot write model {model.name!r} to a Keras .keras file: it trains "
                          f"with the {type(compressor).__name__} gradient compressor, whose "
-                         f"state ({', '.join(slots)}) Keras has no place for; "
-                         f"{HIAPI_SUGGESTION}")
+                         f"state ({', '.join(slots)}) a Keras file has no place for; save "
+                         f"it to a '.hiapi' file instead")
 
 
 def save_keras_model(model, filepath, include_optimizer=True):
