@@ -13,6 +13,12 @@ Licence: MIT, Copyright (c) 2017 Zalando SE, https://github.com/zalandoresearch/
 (Xiao, Rasul & Vollgraf, "Fashion-MNIST: a Novel Image Dataset for Benchmarking Machine
 Learning Algorithms", 2017).
 """
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
 from hiapi.datasets.fetch import locate
 from hiapi.datasets.idx import read_idx
 from hiapi.datasets.mnist import SHAPES
@@ -37,7 +43,8 @@ CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", 
                "Sneaker", "Bag", "Ankle boot")
 
 
-def load_data(path=None, *, mirror=MIRROR):
+def load_data(path: str | os.PathLike[str] | None = None, *,
+              mirror: str = MIRROR) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Fashion-MNIST as ``(x_train, y_train), (x_test, y_test)``, uint8 numpy arrays of shapes
     (60000, 28, 28), (60000,), (10000, 28, 28), (10000,); labels index ``CLASS_NAMES``.
 

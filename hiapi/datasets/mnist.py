@@ -12,6 +12,12 @@ Licence: the MNIST database is by Yann LeCun and Corinna Cortes (with Christophe
 http://yann.lecun.com/exdb/mnist/, made available under the Creative Commons
 Attribution-Share Alike 3.0 licence (CC BY-SA 3.0).
 """
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
 from hiapi.datasets.fetch import locate
 from hiapi.datasets.idx import read_idx
 
@@ -34,7 +40,8 @@ FILES = {
 SHAPES = ((60000, 28, 28), (60000,), (10000, 28, 28), (10000,))
 
 
-def load_data(path=None, *, mirror=MIRROR):
+def load_data(path: str | os.PathLike[str] | None = None, *,
+              mirror: str = MIRROR) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """MNIST as ``(x_train, y_train), (x_test, y_test)``, uint8 numpy arrays of shapes
     (60000, 28, 28), (60000,), (10000, 28, 28), (10000,); pixels 0..255, labels 0..9.
 

@@ -5,23 +5,25 @@
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 import numpy as np
 
+from hiapi.hints import DTypeLike
 from hiapi.losses import functions
-from hiapi.losses.loss import LossFunctionWrapper
+from hiapi.losses.loss import LossFunctionWrapper, Reduction
 from hiapi.losses.shapes import shape_text
 
-SUM_OVER_BATCH = "sum_over_batch_size"
+SUM_OVER_BATCH: Final = "sum_over_batch_size"
 
 
 class _Builtin(LossFunctionWrapper):
     """A built-in loss: its labels must fit its predictions (checked when compiled)."""
     same_shape = True
-    function: Callable[..., Any] | None = None
+    function: Callable[..., Any] = None  # type: ignore[assignment]  # every subclass sets it
 
-    def __init__(self, reduction=SUM_OVER_BATCH, name=None, dtype=None, **kwargs):
+    def __init__(self, reduction: Reduction = SUM_OVER_BATCH, name: str | None = None,
+                 dtype: DTypeLike | None = None, **kwargs: Any) -> None:
         super().__init__(type(self).function, reduction=reduction, name=name, dtype=dtype,
                          **kwargs)
 
@@ -61,7 +63,8 @@ class Huber(_Builtin):
     """Quadratic within ``delta`` of the target, linear outside (Huber 1964)."""
     function = staticmethod(functions.huber)
 
-    def __init__(self, delta=1.0, reduction=SUM_OVER_BATCH, name="huber_loss", dtype=None):
+    def __init__(self, delta: float = 1.0, reduction: Reduction = SUM_OVER_BATCH,
+                 name: str | None = "huber_loss", dtype: DTypeLike | None = None) -> None:
         super().__init__(reduction=reduction, name=name, dtype=dtype, delta=float(delta))
         self.delta = float(delta)
 
@@ -70,13 +73,15 @@ class CosineSimilarity(_Builtin):
     """Negative cosine similarity along ``axis`` (minimising it aligns the vectors)."""
     function = staticmethod(functions.cosine_similarity)
 
-    def __init__(self, axis=-1, reduction=SUM_OVER_BATCH, name="cosine_similarity", dtype=None):
+    def __init__(self, axis: int = -1, reduction: Reduction = SUM_OVER_BATCH,
+                 name: str | None = "cosine_similarity", dtype: DTypeLike | None = None) -> None:
         super().__init__(reduction=reduction, name=name, dtype=dtype, axis=int(axis))
 
 
 class _Probabilistic(_Builtin):
-    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction=SUM_OVER_BATCH,
-                 name=None, dtype=None):
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: Reduction = SUM_OVER_BATCH, name: str | None = None,
+                 dtype: DTypeLike | None = None) -> None:
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"{type(self).__name__}: label_smoothing must be in [0, 1], got "
                              f"{label_smoothing!r}")
@@ -90,8 +95,9 @@ class BinaryCrossentropy(_Probabilistic):
     """Binary cross-entropy per element, averaged over the last axis (as in Keras)."""
     function = staticmethod(functions.binary_crossentropy)
 
-    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
-                 reduction=SUM_OVER_BATCH, name="binary_crossentropy", dtype=None):
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: Reduction = SUM_OVER_BATCH, name: str | None = "binary_crossentropy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(from_logits, label_smoothing, axis, reduction, name, dtype)
 
 
@@ -99,8 +105,10 @@ class CategoricalCrossentropy(_Probabilistic):
     """Cross-entropy against one-hot (or soft) labels shaped like the predictions."""
     function = staticmethod(functions.categorical_crossentropy)
 
-    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
-                 reduction=SUM_OVER_BATCH, name="categorical_crossentropy", dtype=None):
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: Reduction = SUM_OVER_BATCH,
+                 name: str | None = "categorical_crossentropy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(from_logits, label_smoothing, axis, reduction, name, dtype)
 
     def check_labels(self, y_true_shape, y_pred_shape):
@@ -118,9 +126,11 @@ class BinaryFocalCrossentropy(_Builtin):
     """Binary cross-entropy that down-weights easy examples (see ``binary_focal_crossentropy``)."""
     function = staticmethod(functions.binary_focal_crossentropy)
 
-    def __init__(self, apply_class_balancing=False, alpha=0.25, gamma=2.0, from_logits=False,
-                 label_smoothing=0.0, axis=-1, reduction=SUM_OVER_BATCH,
-                 name="binary_focal_crossentropy", dtype=None):
+    def __init__(self, apply_class_balancing: bool = False, alpha: float = 0.25, gamma: float = 2.0,
+                 from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: Reduction = SUM_OVER_BATCH,
+                 name: str | None = "binary_focal_crossentropy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(reduction=reduction, name=name, dtype=dtype,
                          apply_class_balancing=bool(apply_class_balancing), alpha=float(alpha),
                          gamma=float(gamma), from_logits=bool(from_logits),
@@ -132,8 +142,11 @@ class CategoricalFocalCrossentropy(_Builtin):
     ``categorical_focal_crossentropy``)."""
     function = staticmethod(functions.categorical_focal_crossentropy)
 
-    def __init__(self, alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1,
-                 reduction=SUM_OVER_BATCH, name="categorical_focal_crossentropy", dtype=None):
+    def __init__(self, alpha: float = 0.25, gamma: float = 2.0, from_logits: bool = False,
+                 label_smoothing: float = 0.0, axis: int = -1,
+                 reduction: Reduction = SUM_OVER_BATCH,
+                 name: str | None = "categorical_focal_crossentropy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(reduction=reduction, name=name, dtype=dtype, alpha=float(alpha),
                          gamma=float(gamma), from_logits=bool(from_logits),
                          label_smoothing=float(label_smoothing), axis=int(axis))
@@ -145,8 +158,10 @@ class SparseCategoricalCrossentropy(_Builtin):
     label_dtype = np.dtype(np.int64)
     function = staticmethod(functions.sparse_categorical_crossentropy)
 
-    def __init__(self, from_logits=False, ignore_class=None, reduction=SUM_OVER_BATCH,
-                 name="sparse_categorical_crossentropy", dtype=None):
+    def __init__(self, from_logits: bool = False, ignore_class: int | None = None,
+                 reduction: Reduction = SUM_OVER_BATCH,
+                 name: str | None = "sparse_categorical_crossentropy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(reduction=reduction, name=name, dtype=dtype,
                          from_logits=bool(from_logits), ignore_class=ignore_class)
         self.from_logits = bool(from_logits)

@@ -12,8 +12,13 @@ Subclass it as in Keras, writing ``call`` with ``hiapi.graph.ops`` (or ``hiapi.o
         def call(self, y_true, y_pred):
             return ops.mean(ops.square(y_pred - y_true), axis=-1) * 2.0
 """
+from __future__ import annotations
+
+from typing import Any, Callable, Literal
+
 import numpy as np
 
+from hiapi.hints import DTypeLike
 from hiapi.graph import ops
 from hiapi.graph.op import as_var
 from hiapi.losses.shapes import check_same_shape, squeeze_or_expand_to_same_rank
@@ -22,12 +27,16 @@ from hiapi.utils.naming import snake_case
 from hiapi.utils.function_wrapper import WrapsFunctionConfig
 
 REDUCTIONS = ("sum_over_batch_size", "sum", "none", "mean", "mean_with_sample_weight")
+#: REDUCTIONS for the type checker; None means "none", as in Keras
+Reduction = Literal["sum_over_batch_size", "sum", "none", "mean", "mean_with_sample_weight",
+                    None]
 
 
 class Loss:
     label_dtype: np.dtype | None = None      # dtype the labels are fed as; None: the model's float dtype
 
-    def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
+    def __init__(self, name: str | None = None, reduction: Reduction = "sum_over_batch_size",
+                 dtype: DTypeLike | None = None) -> None:
         reduction = "none" if reduction is None else reduction
         if reduction not in REDUCTIONS:
             raise ValueError(f"{type(self).__name__}: reduction must be one of {REDUCTIONS}, "
@@ -92,7 +101,8 @@ class LossFunctionWrapper(WrapsFunctionConfig, Loss):
     (batch, 1) predictions)."""
     same_shape = False      # built-in wrappers check labels against predictions when compiled
 
-    def __init__(self, fn, reduction="sum_over_batch_size", name=None, dtype=None, **kwargs):
+    def __init__(self, fn: Callable[..., Any], reduction: Reduction = "sum_over_batch_size",
+                 name: str | None = None, dtype: DTypeLike | None = None, **kwargs: Any) -> None:
         super().__init__(name=name or getattr(fn, "__name__", "loss"), reduction=reduction,
                          dtype=dtype)
         self.fn = fn

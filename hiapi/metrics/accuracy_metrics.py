@@ -1,4 +1,7 @@
 """Accuracy metrics with Keras 3's names, arguments and defaults."""
+from __future__ import annotations
+
+from hiapi.hints import DTypeLike
 from hiapi.metrics import functions
 from hiapi.metrics.reduction import MeanMetricWrapper
 
@@ -6,14 +9,15 @@ from hiapi.metrics.reduction import MeanMetricWrapper
 class Accuracy(MeanMetricWrapper):
     """How often predictions equal labels exactly."""
 
-    def __init__(self, name="accuracy", dtype=None):
+    def __init__(self, name: str | None = "accuracy", dtype: DTypeLike | None = None) -> None:
         super().__init__(functions.accuracy, name=name, dtype=dtype)
 
 
 class BinaryAccuracy(MeanMetricWrapper):
     """How often ``y_pred > threshold`` matches binary labels."""
 
-    def __init__(self, name="binary_accuracy", dtype=None, threshold=0.5):
+    def __init__(self, name: str | None = "binary_accuracy", dtype: DTypeLike | None = None,
+                 threshold: float = 0.5) -> None:
         super().__init__(functions.binary_accuracy, name=name, dtype=dtype,
                          threshold=float(threshold))
 
@@ -21,27 +25,31 @@ class BinaryAccuracy(MeanMetricWrapper):
 class CategoricalAccuracy(MeanMetricWrapper):
     """How often the top prediction is the one-hot label's class."""
 
-    def __init__(self, name="categorical_accuracy", dtype=None):
+    def __init__(self, name: str | None = "categorical_accuracy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(functions.categorical_accuracy, name=name, dtype=dtype)
 
 
 class SparseCategoricalAccuracy(MeanMetricWrapper):
     """How often the top prediction is the integer label's class."""
 
-    def __init__(self, name="sparse_categorical_accuracy", dtype=None):
+    def __init__(self, name: str | None = "sparse_categorical_accuracy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(functions.sparse_categorical_accuracy, name=name, dtype=dtype)
 
 
 class TopKCategoricalAccuracy(MeanMetricWrapper):
     """How often the one-hot label's class is among the ``k`` top predictions."""
 
-    def __init__(self, k=5, name="top_k_categorical_accuracy", dtype=None):
+    def __init__(self, k: int = 5, name: str | None = "top_k_categorical_accuracy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(functions.top_k_categorical_accuracy, name=name, dtype=dtype, k=int(k))
 
 
 class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
     """How often the integer label's class is among the ``k`` top predictions."""
 
-    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None):
+    def __init__(self, k: int = 5, name: str | None = "sparse_top_k_categorical_accuracy",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(functions.sparse_top_k_categorical_accuracy, name=name, dtype=dtype,
                          k=int(k))

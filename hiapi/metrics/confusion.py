@@ -1,7 +1,12 @@
 """Precision, Recall and AUC from confusion counts (true/false positives/negatives) at a set of
 thresholds, counted inside the compiled step and summed over batches (and workers)."""
+from __future__ import annotations
+
+from typing import Literal, Sequence
+
 import numpy as np
 
+from hiapi.hints import DTypeLike
 from hiapi.graph import ops
 from hiapi.losses.shapes import squeeze_or_expand_to_same_rank
 from hiapi.metrics.metric import Metric, StatisticsMetric
@@ -13,7 +18,9 @@ NEG_INF = -1e10     # Keras's stand-in for -inf in confusion metrics
 class _Confusion(StatisticsMetric):
     """Counts of true/false positives/negatives at ``thresholds`` (binary or per-element)."""
 
-    def __init__(self, thresholds, name=None, dtype=None, top_k=None, class_id=None):
+    def __init__(self, thresholds: Sequence[float], name: str | None = None,
+                 dtype: DTypeLike | None = None, top_k: int | None = None,
+                 class_id: int | None = None) -> None:
         super().__init__(name=name, dtype=dtype)
         if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
             raise ValueError(f"{type(self).__name__}: top_k must be a positive integer, got "
@@ -87,8 +94,9 @@ def _thresholds(thresholds, top_k):
 class Precision(_Confusion):
     """TP / (TP + FP) at ``thresholds`` (default 0.5) over all batches seen."""
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None, name="precision",
-                 dtype=None):
+    def __init__(self, thresholds: float | Sequence[float] | None = None, top_k: int | None = None,
+                 class_id: int | None = None, name: str | None = "precision",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(_thresholds(thresholds, top_k), name, dtype, top_k, class_id)
 
     def result(self):
@@ -99,8 +107,9 @@ class Precision(_Confusion):
 class Recall(_Confusion):
     """TP / (TP + FN) at ``thresholds`` (default 0.5) over all batches seen."""
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None, name="recall",
-                 dtype=None):
+    def __init__(self, thresholds: float | Sequence[float] | None = None, top_k: int | None = None,
+                 class_id: int | None = None, name: str | None = "recall",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(_thresholds(thresholds, top_k), name, dtype, top_k, class_id)
 
     def result(self):
@@ -115,8 +124,11 @@ class AUC(_Confusion):
     Goadrich 2006 interpolation for PR), ``"minoring"`` or ``"majoring"``. ``from_logits``
     applies a sigmoid to the predictions first."""
 
-    def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation",
-                 name="auc", dtype=None, thresholds=None, from_logits=False):
+    def __init__(self, num_thresholds: int = 200, curve: Literal["ROC", "PR"] = "ROC",
+                 summation_method: Literal["interpolation", "minoring", "majoring"] = "interpolation",
+                 name: str | None = "auc", dtype: DTypeLike | None = None,
+                 thresholds: float | Sequence[float] | None = None,
+                 from_logits: bool = False) -> None:
         if curve not in ("ROC", "PR"):
             raise ValueError(f"AUC: curve must be 'ROC' or 'PR', got {curve!r}")
         if summation_method not in ("interpolation", "minoring", "majoring"):

@@ -5,8 +5,13 @@ and recall per class, from true/false positive and false negative counts summed 
     m.update_state(np.array([[1, 0], [0, 1]]), np.array([[0.8, 0.3], [0.6, 0.7]]))
     m.result()    # mean over classes of 2 * precision * recall / (precision + recall)
 """
+from __future__ import annotations
+
+from typing import Literal
+
 import numpy as np
 
+from hiapi.hints import DTypeLike
 from hiapi.graph import ops
 from hiapi.metrics.metric import StatisticsMetric
 
@@ -19,7 +24,9 @@ class FBetaScore(StatisticsMetric):
     "macro" (mean of the class scores) or "weighted" (weighted by each class's support).
     ``threshold``: predictions above it are positive; None marks each row's largest."""
 
-    def __init__(self, average=None, beta=1.0, threshold=None, name="fbeta_score", dtype=None):
+    def __init__(self, average: Literal["micro", "macro", "weighted"] | None = None,
+                 beta: float = 1.0, threshold: float | None = None,
+                 name: str | None = "fbeta_score", dtype: DTypeLike | None = None) -> None:
         super().__init__(name=name, dtype=dtype)
         if average not in AVERAGES:
             raise ValueError(f"{type(self).__name__}: average must be one of {AVERAGES}, got "
@@ -84,7 +91,9 @@ class FBetaScore(StatisticsMetric):
 class F1Score(FBetaScore):
     """``FBetaScore`` with beta = 1: the harmonic mean of precision and recall."""
 
-    def __init__(self, average=None, threshold=None, name="f1_score", dtype=None):
+    def __init__(self, average: Literal["micro", "macro", "weighted"] | None = None,
+                 threshold: float | None = None, name: str | None = "f1_score",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(average=average, beta=1.0, threshold=threshold, name=name, dtype=dtype)
 
     def get_config(self):

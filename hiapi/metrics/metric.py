@@ -22,8 +22,11 @@ Built-in metrics do their per-batch arithmetic inside the compiled step instead:
 few additive statistics as graph outputs (``statistics``) that ``merge_statistics`` adds into
 the variables, so evaluating them costs no extra pass over the batch on the host.
 """
+from __future__ import annotations
+
 import numpy as np
 
+from hiapi.hints import DTypeLike
 from hiapi.utils.eager import EagerCache, is_symbolic
 from hiapi.utils.naming import snake_case
 
@@ -113,10 +116,10 @@ def graph_update(update_state):
 
 
 class Metric:
-    def __init__(self, dtype=None, name=None):
+    def __init__(self, dtype: DTypeLike | None = None, name: str | None = None) -> None:
         self.name = name or snake_case(type(self).__name__)
         self.dtype = np.dtype(dtype or "float32").name
-        self._variables = []
+        self._variables: list[MetricVariable] = []
         self._eager = EagerCache()
 
     # ---- Keras's API -------------------------------------------------------------------------

@@ -8,10 +8,14 @@ compiled step, so the result is exact over uneven batches and distributed worker
     m.update_state(np.array([[1.0], [2.0], [3.0]]), np.array([[1.1], [1.9], [3.2]]))
     m.result()    # 0.97
 """
+from __future__ import annotations
+
 import warnings
+from typing import Literal
 
 import numpy as np
 
+from hiapi.hints import DTypeLike
 from hiapi.graph import ops
 from hiapi.metrics.metric import StatisticsMetric
 
@@ -19,8 +23,10 @@ AGGREGATIONS = ("uniform_average", "variance_weighted_average", None)
 
 
 class R2Score(StatisticsMetric):
-    def __init__(self, class_aggregation="uniform_average", num_regressors=0, name="r2_score",
-                 dtype=None):
+    def __init__(self,
+                 class_aggregation: Literal["uniform_average", "variance_weighted_average"] | None = "uniform_average",
+                 num_regressors: int = 0, name: str | None = "r2_score",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(name=name, dtype=dtype)
         if class_aggregation not in AGGREGATIONS:
             raise ValueError(f"R2Score: class_aggregation must be one of {AGGREGATIONS}, got "

@@ -8,8 +8,13 @@ result over several batches is the mean over all samples seen, whatever the batc
     m.update_state([1.0, 3.0]); m.update_state([5.0])
     m.result()   # 3.0
 """
+from __future__ import annotations
+
+from typing import Any, Callable
+
 import numpy as np
 
+from hiapi.hints import DTypeLike
 from hiapi.graph import ops
 from hiapi.losses.shapes import squeeze_or_expand_to_same_rank
 from hiapi.metrics.metric import Metric, StatisticsMetric
@@ -39,7 +44,7 @@ def _samplewise(values, sample_weight):
 class Sum(Metric):
     """Running (weighted) sum of the values given to ``update_state(values, sample_weight)``."""
 
-    def __init__(self, name="sum", dtype=None):
+    def __init__(self, name: str | None = "sum", dtype: DTypeLike | None = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.total = self.add_variable((), "zeros", name="total")
 
@@ -54,7 +59,7 @@ class Sum(Metric):
 class Mean(Metric):
     """Running (weighted) mean of the values given to ``update_state(values, sample_weight)``."""
 
-    def __init__(self, name="mean", dtype=None):
+    def __init__(self, name: str | None = "mean", dtype: DTypeLike | None = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.total = self.add_variable((), "zeros", dtype="float64", name="total")
         self.count = self.add_variable((), "zeros", dtype="float64", name="count")
@@ -82,7 +87,8 @@ class MeanMetricWrapper(WrapsFunctionConfig, StatisticsMetric, Mean):
 
     _fn_attribute = "_fn"
 
-    def __init__(self, fn, name=None, dtype=None, **kwargs):
+    def __init__(self, fn: Callable[..., Any], name: str | None = None,
+                 dtype: DTypeLike | None = None, **kwargs: Any) -> None:
         super().__init__(name=name or getattr(fn, "__name__", "mean_metric"), dtype=dtype)
         self._fn, self._fn_kwargs = fn, kwargs
 

@@ -4,8 +4,11 @@ sample count, so the result does not depend on how the data was batched)::
     model.compile(optimizer="adam", loss="mse",
                   metrics=["mae", hiapi.metrics.RootMeanSquaredError()])
 """
+from __future__ import annotations
+
 import math
 
+from hiapi.hints import DTypeLike
 from hiapi.metrics import functions
 from hiapi.metrics.reduction import MeanMetricWrapper
 
@@ -34,14 +37,16 @@ LogCoshError = _wrapper("LogCoshError", functions.log_cosh, "logcosh",
 class CosineSimilarity(MeanMetricWrapper):
     """Mean cosine similarity between labels and predictions along ``axis``."""
 
-    def __init__(self, name="cosine_similarity", dtype=None, axis=-1):
+    def __init__(self, name: str | None = "cosine_similarity", dtype: DTypeLike | None = None,
+                 axis: int = -1) -> None:
         super().__init__(functions.cosine_similarity, name=name, dtype=dtype, axis=int(axis))
 
 
 class RootMeanSquaredError(MeanMetricWrapper):
     """``sqrt`` of the mean squared error over every element seen."""
 
-    def __init__(self, name="root_mean_squared_error", dtype=None):
+    def __init__(self, name: str | None = "root_mean_squared_error",
+                 dtype: DTypeLike | None = None) -> None:
         super().__init__(functions.squared_error, name=name, dtype=dtype)
 
     def result(self):

@@ -1,13 +1,16 @@
 """Helpers with Keras's names: seeding, label encoding, sessions, model plots."""
+from __future__ import annotations
+
 import numpy as np
 
+from hiapi.hints import ArrayLike
 from hiapi import random as _random
 from hiapi.utils.naming import clear_session
 from hiapi.utils.plot_model import model_to_dot, plot_model
 from hiapi.utils.py_dataset import PyDataset, Sequence
 
 
-def set_random_seed(seed):
+def set_random_seed(seed: int) -> None:
     """Seed every random choice hiapi makes (initial weights, shuffling), as
     ``keras.utils.set_random_seed`` does: two runs with the same seed train identically.
 
@@ -16,7 +19,7 @@ def set_random_seed(seed):
     _random.set_seed(seed)
 
 
-def to_categorical(x, num_classes=None):
+def to_categorical(x: ArrayLike, num_classes: int | None = None) -> np.ndarray:
     """One-hot encode integer class labels: ``to_categorical([0, 2], 3)`` gives
     ``[[1, 0, 0], [0, 0, 1]]`` as float32. A trailing axis of size 1 is dropped first."""
     x = np.asarray(x)

@@ -19,6 +19,6 @@ def unique_name(base):
     return base if count == 0 else f"{base}_{count}"
 
 
-def clear_session():
+def clear_session() -> None:
     """Forget default-name counters (``keras.utils.clear_session``): the next Dense is 'dense'."""
     _counts.clear()

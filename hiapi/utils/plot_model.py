@@ -11,10 +11,16 @@ draws its operation nodes, and each connection is one edge. A nested model is on
 pydot builds the graph (``pip install 'hiapi[plot]'``); writing an image also needs Graphviz's
 ``dot`` program (``apt-get install graphviz``). Both are optional: nothing else imports them.
 """
+from __future__ import annotations
+
 import html
 import os
+from typing import TYPE_CHECKING, Any, Literal
 
 from hiapi.layers.layer import _flatten
+
+if TYPE_CHECKING:
+    from hiapi.models import Model
 
 PYDOT_HINT = ("pip install 'hiapi[plot]'  (or: pip install pydot)")
 GRAPHVIZ_HINT = "apt-get install graphviz  (macOS: brew install graphviz)"
@@ -184,9 +190,11 @@ def _kind(model):
     return "functional" if getattr(model, "_nodes", None) is not None else "subclassed"
 
 
-def model_to_dot(model, show_shapes=False, show_dtype=False, show_layer_names=True,
-                 rankdir="TB", expand_nested=False, dpi=200, subgraph=False,
-                 show_layer_activations=False, show_trainable=False, **kwargs):
+def model_to_dot(model: Model, show_shapes: bool = False, show_dtype: bool = False,
+                 show_layer_names: bool = True, rankdir: Literal["TB", "LR"] = "TB",
+                 expand_nested: bool = False, dpi: int = 200, subgraph: bool = False,
+                 show_layer_activations: bool = False, show_trainable: bool = False,
+                 **kwargs: Any) -> Any:
     """The model's graph as a ``pydot.Dot`` (a ``pydot.Cluster`` with ``subgraph=True``), as
     ``keras.utils.model_to_dot``; arguments as :func:`plot_model`. Needs pydot only::
 
@@ -223,9 +231,11 @@ def _check_arguments(caller, model, rankdir, kwargs):
                          f"call or fit it first")
 
 
-def plot_model(model, to_file="model.png", show_shapes=False, show_dtype=False,
-               show_layer_names=True, rankdir="TB", expand_nested=False, dpi=200,
-               show_layer_activations=False, show_trainable=False, **kwargs):
+def plot_model(model: Model, to_file: str | os.PathLike[str] = "model.png",
+               show_shapes: bool = False, show_dtype: bool = False, show_layer_names: bool = True,
+               rankdir: Literal["TB", "LR"] = "TB", expand_nested: bool = False, dpi: int = 200,
+               show_layer_activations: bool = False, show_trainable: bool = False,
+               **kwargs: Any) -> Any:
     """Draw the model's layer graph to ``to_file`` (format from the extension: ``.png``,
     ``.svg``, ``.pdf``, ``.dot``...; none means PNG), as ``keras.utils.plot_model``.
 

@@ -28,10 +28,15 @@ dataset. ``on_epoch_end`` is called after every epoch (reshuffle or augment ther
 Keras's defaults, but hiapi loads batches in the training thread, one at a time: on the few
 cores hiapi targets the compiled step already uses them all.
 """
+from __future__ import annotations
+
+from typing import Any
+
 
 
 class PyDataset:
-    def __init__(self, workers=1, use_multiprocessing=False, max_queue_size=10):
+    def __init__(self, workers: int = 1, use_multiprocessing: bool = False,
+                 max_queue_size: int = 10) -> None:
         for name, value in (("workers", workers), ("max_queue_size", max_queue_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"PyDataset: {name} must be a positive integer, got {value!r}")
@@ -43,35 +48,35 @@ class PyDataset:
         self._max_queue_size = max_queue_size
 
     @property
-    def workers(self):
+    def workers(self) -> int:
         return getattr(self, "_workers", 1)
 
     @property
-    def use_multiprocessing(self):
+    def use_multiprocessing(self) -> bool:
         return getattr(self, "_use_multiprocessing", False)
 
     @property
-    def max_queue_size(self):
+    def max_queue_size(self) -> int:
         return getattr(self, "_max_queue_size", 10)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement __getitem__(index), "
                                   f"returning batch number `index` as (x, y) or "
                                   f"(x, y, sample_weight)")
 
-    def __len__(self):
+    def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} must implement __len__(), the "
                                   f"number of batches per epoch")
 
     @property
-    def num_batches(self):
+    def num_batches(self) -> int:
         """Batches per epoch (Keras's name for ``len(dataset)``)."""
         return len(self)
 
-    def on_epoch_begin(self):
+    def on_epoch_begin(self) -> None:
         """Called before each epoch of ``fit``."""
 
-    def on_epoch_end(self):
+    def on_epoch_end(self) -> None:
         """Called after each epoch of ``fit`` (and after ``evaluate``/``predict``)."""
 
 
