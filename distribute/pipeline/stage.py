@@ -88,7 +88,9 @@ class StagePrograms:
         gradients = [g if g is not None else ops.constant(np.zeros(
             tuple(d or 0 for d in w.shape), w.dtype)) for g, w in zip(grad(objective, wrt), wrt)]
         return Function(feeds, outputs + gradients, state.updates,
-                        name=f"pipeline_stage{self.index}_backward")
+                        name=f"pipeline_stage{self.index}_backward",
+                        recompute=getattr(model, "_recompute", None),   # memory_budget per stage
+                        forward_outputs=len(outputs))
 
     def build_update(self, optimizer):
         gradients = [placeholder(p.shape, p.dtype, name=f"{p.name}/accumulated_gradient")

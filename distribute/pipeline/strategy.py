@@ -193,6 +193,7 @@ class PipelineStrategy(Strategy):
                       self.schedule(self.rank, K, M)),
                   "measured_bubble_this_rank": self.pipeline_stats.bubble
                   if self.pipeline_stats.steps else None,
+                  "peak_held_activation_bytes_this_rank": self.pipeline_stats.peak_held_bytes,
                   "planned_arena_bytes_this_rank": _arena_bytes(self.stage)}
         lines = [f"Pipeline: {K} stages x {M} micro-batches, schedule {self.schedule_name!r}"]
         for k, (layers, cost) in enumerate(zip(report["split"], stage_costs)):

@@ -43,6 +43,8 @@ class PipelineTrainStep:
                 activation = feed[0][part] if stage.first else self._receive(
                     stage.input_spec, part, stage.index - 1, m, FORWARD)
                 entering[m] = activation
+                held = sum(a.nbytes for a in entering.values())
+                self.stats.peak_held_bytes = max(self.stats.peak_held_bytes, held)
                 if not stage.last:
                     began = time.perf_counter()
                     output = stage.forward(activation)
@@ -122,11 +124,12 @@ def _micro_batches(total, count):
 
 
 class PipelineStats:
-    """Measured per step on this stage: wall time, time computing, and the most micro-batches
-    held between their forward and backward. ``bubble`` is the idle fraction."""
+    """Measured per step on this stage: wall time, time computing, the most micro-batches held
+    between their forward and backward and their bytes. ``bubble`` is the idle fraction."""
 
     def __init__(self):
         self.steps, self.wall, self.busy, self.peak_in_flight = 0, 0.0, 0.0, 0
+        self.peak_held_bytes = 0        # activations entering the stage, kept for backward
 
     def record(self, wall, busy, in_flight):
         self.steps += 1

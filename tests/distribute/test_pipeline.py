@@ -129,3 +129,11 @@ def test_without_mpiexec_the_script_trains_in_one_process():
         return model.get_weights()
     for a, b in zip(trained(strategy), trained(None)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_pipeline_example_trains_on_mnist_under_mpiexec(tmp_path):
+    result = run_mpi(2, str(ROOT / "examples" / "pipeline_mnist.py"), "--epochs", "1",
+                     "--train-samples", "1000", "--verbose", "0", timeout=300)
+    assert "Pipeline: 2 stages x 4 micro-batches, schedule '1f1b'" in result.stdout
+    accuracy = float(result.stdout.rsplit("test accuracy", 1)[1])
+    assert accuracy >= 0.5

@@ -1,0 +1,139 @@
+"""Pipeline parallelism, measured under a real ``mpiexec``: the bubble against (K-1)/(M+K-1),
+the activations GPipe and 1F1B hold per stage, and a model whose memory plan does not fit a
+per-process ``memory_budget`` on one process but trains on 4 stages.
+
+    python benchmarks/pipeline.py [--stages 2] [--steps 6] [--skip-budget]
+
+1. Bubble: an MLP of 8 equal Dense(512) layers (balanced stages), global batch 256, for
+   M = 1, 2, 4, 8, 16 micro-batches: each rank measures the idle fraction of its step
+   (1 - time in its stage's compiled programs / wall time, after a warm-up epoch); printed per
+   rank against (K-1)/(M+K-1). Run it with one rank per free core: a rank that waits for the CPU
+   looks like a bubble.
+2. Memory: the bytes of entering activations each stage holds between forward and backward,
+   GPipe against 1F1B, K stages, M = 8 (GPipe holds M micro-batches, 1F1B at most K - k).
+3. Budget: a 24 x Dense(1024) MLP, batch 1024, compiled with ``memory_budget`` below what one
+   process can plan even with recomputation (the error is printed), then trained on 4 stages
+   under the same per-process budget (each stage plans only its own layers).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "HIAPI_NUM_THREADS": "1",
+       "PYTHONUNBUFFERED": "1"}
+BUDGET = 48 * 2**20
+
+
+def mlp(depth, width):
+    import hiapi
+    from hiapi import layers
+    hiapi.utils.set_random_seed(0)
+    return hiapi.Sequential([hiapi.Input(shape=(width,))] +
+                            [layers.Dense(width, activation="relu") for _ in range(depth)] +
+                            [layers.Dense(10)])
+
+
+def worker(schedule, micro_batches, steps, budget):
+    import hiapi
+    strategy = hiapi.distribute.Strategy(pipeline_stages=int(os.environ["STAGES"]),
+                                         micro_batches=micro_batches, schedule=schedule)
+    depth, width, batch = (24, 1024, 1024) if budget else (8, 512, 256)
+    with strategy.scope():
+        model = mlp(depth, width)
+        model.compile(optimizer=hiapi.optimizers.SGD(0.01),
+                      loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      memory_budget=BUDGET if budget else None)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(batch * steps, width)).astype("float32")
+    y = rng.integers(0, 10, len(x))
+    model.fit(x[:batch * 2], y[:batch * 2], batch_size=batch, epochs=1, verbose=0)  # compile
+    strategy.pipeline_stats.__init__()
+    model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
+    report = strategy.explain(print_fn=lambda text: None)
+    record = {"rank": strategy.rank, "bubble": report["measured_bubble_this_rank"],
+              "predicted": report["predicted_bubble"],
+              "held_bytes": report["peak_held_activation_bytes_this_rank"],
+              "held_micro_batches": report["activations_held"],
+              "arena_bytes": report["planned_arena_bytes_this_rank"],
+              "split": report["split"]}
+    everyone = strategy.communicator.comm.gather(record, root=0)
+    if strategy.rank == 0:
+        print("RESULT " + json.dumps(everyone), flush=True)
+
+
+def run(stages, schedule, micro_batches, steps, budget=False):
+    command = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(stages), sys.executable,
+               __file__, "--worker", schedule, str(micro_batches), str(steps)] + \
+        (["--budget"] if budget else [])
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900,
+                            env={**os.environ, **ENV, "STAGES": str(stages)})
+    for line in result.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout[-2000:]}\n"
+                       f"{result.stderr[-3000:]}")
+
+
+def one_process_budget():
+    """What one process says when asked to fit the big MLP into the budget."""
+    import hiapi
+    model = mlp(24, 1024)
+    model.compile(optimizer=hiapi.optimizers.SGD(0.01),
+                  loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  memory_budget=BUDGET)
+    x = np.zeros((1024, 1024), "float32")
+    try:
+        model.train_on_batch(x, np.zeros(1024, "int64"))
+        return "fits (no error)"
+    except Exception as error:          # the planner's MemoryError names the smallest budget
+        return f"{type(error).__name__}: {str(error)[:300]}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stages", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--skip-budget", action="store_true")
+    parser.add_argument("--worker", nargs=3, metavar=("SCHEDULE", "M", "STEPS"))
+    parser.add_argument("--budget", action="store_true")
+    args = parser.parse_args()
+    if args.worker:
+        schedule, micro_batches, steps = args.worker
+        return worker(schedule, int(micro_batches), int(steps), args.budget)
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[0]
+    K = args.stages
+    for M in (1, 2, 4, 8, 16):
+        records = run(K, "1f1b", M, args.steps)
+        measured = [r["bubble"] for r in records]
+        print(json.dumps({"benchmark": "bubble", "stages": K, "micro_batches": M,
+                          "predicted": round(records[0]["predicted"], 3),
+                          "measured_per_rank": [round(b, 3) for b in measured],
+                          "measured_mean": round(float(np.mean(measured)), 3),
+                          "ratio": round(float(np.mean(measured)) / records[0]["predicted"], 2),
+                          "load_average": load}), flush=True)
+    for schedule in ("gpipe", "1f1b"):
+        records = run(K, schedule, 8, args.steps)
+        print(json.dumps({"benchmark": "activations held", "stages": K, "micro_batches": 8,
+                          "schedule": schedule,
+                          "micro_batches_held_per_stage": [r["held_micro_batches"]
+                                                           for r in records],
+                          "held_mib_per_stage": [round(r["held_bytes"] / 2**20, 2)
+                                                 for r in records]}), flush=True)
+    if not args.skip_budget:
+        print(json.dumps({"benchmark": "memory_budget", "budget_mib": BUDGET / 2**20,
+                          "one_process": one_process_budget()}), flush=True)
+        records = run(4, "1f1b", 4, 2, budget=True)
+        print(json.dumps({"benchmark": "memory_budget", "budget_mib": BUDGET / 2**20,
+                          "four_stages_arena_mib": [round(r["arena_bytes"] / 2**20, 1)
+                                                    for r in records],
+                          "trained": True}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
