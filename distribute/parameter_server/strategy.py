@@ -132,7 +132,8 @@ class ParameterServerStrategy(Local):
                                "serve there); train_on_batch and profile are not supported")
         if self.client is not None:
             self.client.local_n = local_n
-        self.stats.pushed(self.world_rank) if self.world_size == 1 else None
+        if self.world_size == 1:               # no server counts for us
+            self.stats.pushed(0)
         return []
 
     # ---- the graph rewrite -------------------------------------------------------------------
