@@ -28,12 +28,17 @@ What the strategy does:
 ``shard_optimizer_state=True`` keeps each parameter's summed gradient and optimizer slots on
 one owner rank only (ZeRO stage 2, ``hiapi.distribute.sharding``).
 """
+from __future__ import annotations
+
 import sys
 import traceback
 import zlib
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hiapi.hints import InputData
 from hiapi import random as _random
 from hiapi.backends import get_backend
 from hiapi.graph import Variable, ops, placeholder
@@ -47,6 +52,11 @@ from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, Compres
                                   register_kernels)
 from hiapi.distribute import random_streams, sharding
 from hiapi.distribute.scope import strategy_scope
+
+if TYPE_CHECKING:
+    from hiapi.distribute.communicator import Communicator
+    from hiapi.distribute.compression import Compressor
+    from hiapi.models import Model
 
 
 class CommunicationStats:
@@ -77,9 +87,11 @@ class Strategy:
             cls = PipelineStrategy
         return super().__new__(cls)
 
-    def __init__(self, compression="none", bucket_cap_mb=25, algorithm="native",
-                 communicator=None, shard_optimizer_state=False, overlap=True,
-                 sparse_exchange="auto", pipeline_stages=1, **compression_options):
+    def __init__(self, compression: str | Compressor | None = "none", bucket_cap_mb: float = 25,
+                 algorithm: str = "native", communicator: Communicator | None = None,
+                 shard_optimizer_state: bool = False, overlap: bool = True,
+                 sparse_exchange: str = "auto", pipeline_stages: int = 1,
+                 **compression_options: Any) -> None:
         # NCCL in place of MPI's collectives when the backend keeps arrays on the GPU
         self.communicator = communicator or for_backend(world(algorithm), get_backend().name)
         self.rank, self.size = self.communicator.rank, self.communicator.size
@@ -107,7 +119,7 @@ class Strategy:
             self.sharding.check(self, get_backend().name)
 
     @property
-    def is_chief(self):
+    def is_chief(self) -> bool:
         return self.rank == 0
 
     serves = False              # every rank trains (ParameterServerStrategy's servers do not)
@@ -117,14 +129,15 @@ class Strategy:
         """Evaluation is sharded like training and its totals summed over workers."""
         return self
 
-    def end(self, model):
+    def end(self, model: Model) -> None:
         """After the last step of ``fit``: every rank already holds the same weights."""
 
-    def scope(self):
+    def scope(self) -> AbstractContextManager[Strategy]:
         """``with strategy.scope():`` around ``compile`` makes the model train with it."""
         return strategy_scope(self)
 
-    def explain(self, model, x, y, batch_size=32, **options):
+    def explain(self, model: Model, x: InputData, y: InputData, batch_size: int = 32,
+                **options: Any) -> dict[str, Any]:
         """Measure alpha, beta and the model's compute per step, print the predicted step time
         per algorithm, bucket size, compression and worker count with the fraction of
         communication hidden behind the backward pass, and recommend one; returns the numbers
@@ -132,7 +145,8 @@ class Strategy:
         from hiapi.distribute.explain import explain
         return explain(self, model, x, y, batch_size, **options)
 
-    def scale_lr(self, learning_rate, base_batch=256, per_worker_batch=None):
+    def scale_lr(self, learning_rate: float, base_batch: int = 256,
+                 per_worker_batch: int | None = None) -> float:
         """Linear scaling rule (Goyal et al. 2017) for the global batch of all workers:
         ``lr * per_worker_batch * workers / base_batch``; ``per_worker_batch`` defaults to
         ``base_batch`` (so the rate scales with the number of workers)."""
@@ -252,7 +266,7 @@ class Strategy:
                              f"than rank 0 (parameter shapes/dtypes differ; rank {self.rank} "
                              f"has {len(model.weights)} weights: {signature[:200]})")
 
-    def consolidate(self, model):
+    def consolidate(self, model: Model) -> None:
         """With ``shard_optimizer_state=True``: gather the optimizer state onto rank 0 so
         ``model.save`` there writes all of it. Collective: call it on every rank. Checkpoint
         callbacks and the end of ``fit`` call it; without sharding it does nothing."""
