@@ -51,6 +51,9 @@ def ring_allreduce(comm, array, chunk_bytes=1 << 20):
     rank, size = comm.Get_rank(), comm.Get_size()
     if size == 1:
         return array
+    if not array.flags.c_contiguous:
+        raise ValueError(f"ring allreduce: the array must be C-contiguous (it is summed in "
+                         f"place), got strides {array.strides} for shape {array.shape}")
     flat = array.reshape(-1)
     bounds = segment_bounds(len(flat), size)
     right, left = (rank + 1) % size, (rank - 1) % size

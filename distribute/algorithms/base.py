@@ -72,6 +72,15 @@ class AllreduceAlgorithm:
             self.bandwidth_time(nbytes, costs, size)
 
 
+def flat_view(array, algorithm):
+    """``array`` as a 1-D view, so a sum written into it lands in the caller's array."""
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{algorithm} allreduce: the array must be C-contiguous (it is summed "
+                         f"in place), got one with strides {array.strides} for shape "
+                         f"{array.shape}; pass np.ascontiguousarray(array)")
+    return array.reshape(-1)
+
+
 def steps(size):
     """Rounds of a recursive halving/doubling over ``size`` ranks (ceil(log2 P))."""
     return math.ceil(math.log2(size)) if size > 1 else 0

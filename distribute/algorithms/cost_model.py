@@ -5,11 +5,12 @@ does) of 8 bytes and of 8 MB give the latency ``alpha`` and the per-byte time ``
 sum and a copy of 16 MB (past the caches, as gradients are), run on every rank at once (so
 ranks sharing cores and memory bandwidth are priced as they will run), give ``gamma`` and
 ``copy``; a few node barriers give ``barrier``; a few 8-byte calls of each candidate
-algorithm give its ``latency`` (its alpha terms as they really run); and three 8 MB calls of
-each give its ``scale``, measured over modelled per-byte time. Each figure is a median
-(latencies: the lower quartile) of repeats, then the largest over ranks, so every rank holds the same numbers and ``auto``
-picks the same algorithm everywhere (a different pick on two ranks would deadlock). About
-0.3 s on two idle ranks.
+algorithm give its ``latency`` (its alpha terms as they really run); and five 8 MB calls of
+each give its ``scale``, measured over modelled per-byte time (the candidates' calls are
+interleaved, round by round). Each figure is a median (latencies: the lower quartile) of
+repeats, then the largest over ranks, so every rank holds the same numbers and ``auto`` picks
+the same algorithm everywhere (a different pick on two ranks would deadlock). About 0.3 s on
+two idle ranks.
 """
 import time
 from dataclasses import replace
@@ -35,6 +36,18 @@ def _median_time(fn, repeats, quantile=50):
         fn()
         times.append(time.perf_counter() - start)
     return float(np.percentile(times, quantile))
+
+
+def _interleaved(algorithms, array, rounds, quantile=50):
+    """Per algorithm, the ``quantile`` of its times on ``array`` over ``rounds`` rounds, each
+    round calling every algorithm once, so a burst of load falls on all of them alike."""
+    times = [[] for _ in algorithms]
+    for _ in range(rounds):
+        for algorithm, mine in zip(algorithms, times):
+            start = time.perf_counter()
+            algorithm(array)
+            mine.append(time.perf_counter() - start)
+    return [float(np.percentile(t, quantile)) for t in times]
 
 
 def _shift_time(comm, nbytes, repeats, quantile=50):
@@ -81,11 +94,8 @@ def measure(comm, algorithms=(), refresh=False):
     gamma, copy = _local_costs()
     barrier = _median_time(node.Barrier, 20, LATENCY_QUANTILE)
     node.Free()
-    tiny = np.zeros(2, np.float32)
-    latency = [_median_time(lambda: algorithm(tiny), 20, LATENCY_QUANTILE)
-               for algorithm in algorithms]
-    vector = np.ones(LARGE // 4, np.float32)
-    large = [_median_time(lambda: algorithm(vector), 3) for algorithm in algorithms]
+    latency = _interleaved(algorithms, np.zeros(2, np.float32), 20, LATENCY_QUANTILE)
+    large = _interleaved(algorithms, np.ones(LARGE // 4, np.float32), 5)
     mine = np.array([small_t, max(large_t - small_t, 0.0) / LARGE, gamma, copy, barrier,
                      *latency, *large])
     comm.Allreduce(MPI.IN_PLACE, mine, MPI.MAX)

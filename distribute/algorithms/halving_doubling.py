@@ -12,7 +12,7 @@ out, then receives the result at the end.
 """
 import numpy as np
 
-from hiapi.distribute.algorithms.base import AllreduceAlgorithm, steps
+from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view, steps
 
 
 class HalvingDoublingAllreduce(AllreduceAlgorithm):
@@ -41,7 +41,7 @@ class HalvingDoublingAllreduce(AllreduceAlgorithm):
     def __call__(self, array):
         if self.size == 1:
             return array
-        flat, comm = array.reshape(-1), self.comm
+        flat, comm = flat_view(array, "halving_doubling"), self.comm
         if self.rank < 2 * self.extra:                        # fold to a power of two
             if self.virtual is None:
                 comm.Send(flat, self.rank + 1, 11)

@@ -9,7 +9,7 @@ inter-node traffic is that of P/ranks_per_node ranks instead of P.
 ``ranks_per_node`` groups consecutive ranks into pretend nodes (for tests on one machine);
 by default the nodes are the real ones (``COMM_TYPE_SHARED``).
 """
-from hiapi.distribute.algorithms.base import AllreduceAlgorithm, steps
+from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view, steps
 from hiapi.distribute.algorithms.shared_memory import DEFAULT_CHUNK_BYTES, reduce_own_slice
 from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
 from hiapi.distribute.ring import segment_bounds
@@ -32,7 +32,7 @@ class HierarchicalAllreduce(AllreduceAlgorithm):
     def __call__(self, array):
         if self.size == 1:
             return array
-        flat, shared, me = array.reshape(-1), self.shared, self.local_rank
+        flat, shared, me = flat_view(array, "hierarchical"), self.shared, self.local_rank
         step = shared.reserve(flat.nbytes) // flat.itemsize
         for start in range(0, len(flat), step):
             part = flat[start:start + step]

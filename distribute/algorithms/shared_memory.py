@@ -11,7 +11,7 @@ Every rank gets bit-identical results (each slice is summed by exactly one rank)
 """
 import numpy as np
 
-from hiapi.distribute.algorithms.base import AllreduceAlgorithm
+from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
 from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
 from hiapi.distribute.ring import segment_bounds
 
@@ -42,7 +42,7 @@ class SharedMemoryAllreduce(AllreduceAlgorithm):
     def __call__(self, array):
         if self.size == 1:
             return array
-        flat, shared, rank = array.reshape(-1), self.shared, self.rank
+        flat, shared, rank = flat_view(array, "shared_memory"), self.shared, self.rank
         step = shared.reserve(flat.nbytes) // flat.itemsize
         for start in range(0, len(flat), step):
             part = flat[start:start + step]

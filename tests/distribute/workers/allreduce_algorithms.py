@@ -33,6 +33,13 @@ matrix = np.arange(12, dtype=np.float64).reshape(3, 4) * (rank + 1)
 for name, comm in comms.items():
     assert np.array_equal(comm.allreduce(matrix.copy()),
                           np.arange(12).reshape(3, 4) * sum(range(1, size + 1))), name
+for name, comm in comms.items():                   # a copy would take the sum: refused
+    if name not in ("native", "auto"):
+        try:
+            comm.allreduce(np.ones((4, 4))[:, ::2])
+            raise AssertionError(f"{name}: a strided array was accepted")
+        except ValueError as error:
+            assert "C-contiguous" in str(error) and name in str(error), error
 if "shared_memory" in comms:                       # messages larger than the slots: chunks
     small = SharedMemoryAllreduce(comms["native"].comm.Dup(), chunk_bytes=64 << 10)
     values = mine(rank, 100003, np.float32)
