@@ -133,12 +133,32 @@ def sequence_zoo():
     return model, rng.integers(0, 10, (3, 6)).astype("float32"), None
 
 
+def nested_compiled():
+    """A Sequential block called twice inside a functional model; regularizer, constraint and
+    initializer objects; a learning-rate schedule, loss and metric objects."""
+    rng = _rng()
+    block = hiapi.Sequential([hiapi.Input((4,)), layers.Dense(
+        3, kernel_regularizer=hiapi.regularizers.L2(0.01),
+        kernel_constraint=hiapi.constraints.MaxNorm(2.0), activity_regularizer="l1",
+        kernel_initializer=hiapi.initializers.VarianceScaling(2.0, "fan_out", "uniform",
+                                                              seed=3))], name="block")
+    inputs = hiapi.Input((4,))
+    outputs = layers.Dense(2)(layers.Concatenate()([block(inputs), block(inputs)]))
+    model = hiapi.Model(inputs, outputs, name="nested_compiled")
+    schedule = hiapi.optimizers.schedules.ExponentialDecay(0.01, 10, 0.9)
+    model.compile(optimizer=hiapi.optimizers.Adam(learning_rate=schedule),
+                  loss=hiapi.losses.Huber(delta=0.5),
+                  metrics=[hiapi.metrics.MeanAbsoluteError(name="m")])
+    x = rng.normal(size=(3, 4)).astype("float32")
+    return model, x, rng.normal(size=(3, 2)).astype("float32")
+
+
 def _randomize(model, rng):
     model.set_weights([rng.normal(scale=0.5, size=w.shape).astype(w.dtype)
                        for w in model.get_weights()])
 
 
-ZOO = {build.__name__: build for build in (image_zoo, sequence_zoo)}
+ZOO = {build.__name__: build for build in (image_zoo, sequence_zoo, nested_compiled)}
 
 
 def as_list(value):

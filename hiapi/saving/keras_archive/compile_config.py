@@ -62,10 +62,23 @@ def optimizer_to_keras(optimizer):
                              f"file: Keras's {class_name} has no argument {key!r}; "
                              f"{HIAPI_SUGGESTION}")
         if key == "learning_rate" and isinstance(value, dict):
-            value = keras_object("keras.optimizers.schedules", value["class_name"],
-                                 value["config"])
+            value = _schedule_to_keras(value)
         config[key] = value
     return keras_object("keras.optimizers", class_name, config)
+
+
+def _schedule_to_keras(config):
+    """hiapi writes a schedule as its config plus ``class_name``; Keras as an object (nested
+    schedules, as in warm-up wrappers, too)."""
+    inner = {key: _schedule_to_keras(value) if isinstance(value, dict) else value
+             for key, value in config.items() if key != "class_name"}
+    return keras_object("keras.optimizers.schedules", config["class_name"], inner)
+
+
+def _schedule_from_keras(value):
+    inner = {key: _schedule_from_keras(item) if isinstance(item, dict) and "config" in item
+             else item for key, item in value["config"].items()}
+    return {**inner, "class_name": value["class_name"]}
 
 
 def optimizer_values(optimizer, model):
@@ -121,7 +134,9 @@ def optimizer_from_keras(entry, filepath):
                          f"compile=False and compile the model yourself")
     known = constructor_arguments(getattr(optimizers_module, class_name))
     config = {}
-    for key, value in _plain(entry["config"]).items():
+    for key, value in entry["config"].items():
+        value = _schedule_from_keras(value) if key == "learning_rate" and \
+            isinstance(value, dict) else _plain(value)
         if key not in known:
             if key in defaults and value == defaults[key]:
                 continue
