@@ -30,7 +30,7 @@ from hiapi.distribute.algorithms import candidate_algorithms, measure
 
 BUCKET_CAPS_MB = (1, 4, 25, 100)
 COMPRESSIONS = ("none", "topk", "dgc")
-_candidates = {}
+_candidates: dict = {}         # communicator handle -> candidate algorithms
 
 
 def _algorithms(comm):

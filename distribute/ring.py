@@ -21,7 +21,7 @@ def segment_bounds(length, parts):
     return tuple(int(b) for b in np.linspace(0, length, parts + 1).astype(int))
 
 
-_incoming = {}          # (comm handle, dtype) -> receive buffer, reused between calls
+_incoming: dict = {}          # (comm handle, dtype) -> receive buffer, reused between calls
 
 
 def _receive_buffer(comm, dtype, length):

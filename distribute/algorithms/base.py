@@ -36,7 +36,7 @@ class LinkCosts:
 
 class AllreduceAlgorithm:
     """Sum over ranks, in place: ``algorithm(array)`` returns ``array`` holding the sum."""
-    name = None
+    name: str | None = None
     threaded = True      # runs Python between MPI calls: a non-blocking call goes to a thread
 
     def __init__(self, comm):

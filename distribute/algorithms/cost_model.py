@@ -25,7 +25,7 @@ LARGE = 8 << 20
 # latencies are the lower quartile of their repeats: on a loaded machine a tiny message's time
 # is mostly waiting for the partner to be scheduled, which the median would price as latency
 LATENCY_QUANTILE = 25
-_measured = {}
+_measured: dict = {}          # measured link costs, cached per process
 
 
 def _median_time(fn, repeats, quantile=50):
