@@ -63,14 +63,13 @@ def test_deep_cnn_plans_five_times_less_activation_memory(monkeypatch):
     ratio = activations(default) / activations(sublinear)
     assert ratio >= 5.0, ratio
     one = 16 * 64 * 64 * 64 * 4                       # one activation, float32
-    # the counted-values plan kept 12 activations; one segment plus the working set remain
-    assert sublinear.plan.lower_bound <= 6.2 * one
-    # what is left: one segment's recomputed activations and one layer's gradients
+    # the counted-values plan peaked at 12 activations; what is left at the peak is one
+    # segment's recomputed activations and one layer's output and input gradients
     step, parts = lower_bound.peak_parts(sublinear)
     kinds = {p.kind: p.nbytes for p in parts}
+    assert sum(kinds.values()) <= min(6.2 * one, sublinear.plan.lower_bound)
     assert kinds["recomputed activations"] >= 2 * one
     assert kinds["gradients and other temporaries"] >= 2 * one
-    assert 0 < sum(kinds.values()) <= sublinear.plan.lower_bound
 
 
 def test_recomputation_costs_less_than_one_forward_pass():

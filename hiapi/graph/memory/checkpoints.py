@@ -96,7 +96,9 @@ def select(values, needed, cheap, nbytes, allowance):
     """(values kept, values recomputed for each reader) for one allowance in bytes."""
     keep, per_use, kept, segment = set(), set(), 0, 0
     for var in values:
-        if cheap[var] and all(i.op.is_source or i in keep or i in per_use for i in var.inputs):
+        if getattr(var.op, "stateful", False):     # a collective must not run twice
+            keep.add(var)
+        elif cheap[var] and all(i.op.is_source or i in keep or i in per_use for i in var.inputs):
             per_use.add(var)
         elif var in needed and var.op.view_of is None:
             if segment + nbytes[var] > allowance - kept:
