@@ -168,6 +168,7 @@ class ParameterServerStrategy(Local):
         self._take_over_momentum(model.optimizer)
         if self.client is not None:
             self.client.model = model
+            self.client.reset()
         self._fitting, self._init_sent = True, False
 
     def serve(self, model):

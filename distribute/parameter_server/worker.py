@@ -67,11 +67,15 @@ class Client:
         self.compressor = strategy.compressor
         self.state = [{slot: np.zeros(v.shape, v.dtype) for slot in self.compressor.state_slots}
                       for v in variables]
-        self.seen = {server: 0 for server in self.layout.servers}
         self.pulled = [None] * len(variables)
-        self.clock, self.local_n, self.stopped = 0, 0, False
+        self.local_n, self.model = 0, None
+        self.reset()
+
+    def reset(self):
+        """A new ``fit``: its servers start again at version 0 and count clocks from 0."""
+        self.seen = {server: 0 for server in self.layout.servers}
+        self.clock, self.stopped = 0, False
         self.finals = {}                       # server -> the job's stats, once it ended
-        self.model = None
 
     def push_pull(self, gradients):
         rank = self.strategy.world_rank

@@ -28,12 +28,12 @@ def assert_same_weights(out, ranks, expected=None, atol=1e-5):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=atol)
 
 
-@pytest.mark.parametrize("ranks, servers, optimizer", [(2, 1, "sgd"), (4, 2, "sgd"),
-                                                       (4, 1, "adam")])
+@pytest.mark.parametrize("ranks, servers, optimizer, fits", [
+    (2, 1, "sgd", 1), (4, 2, "sgd", 1), (4, 1, "adam", 1), (3, 1, "sgd", 2)])
 def test_staleness_0_equals_synchronous_training_on_the_global_batch(tmp_path, ranks,
-                                                                     servers, optimizer):
+                                                                     servers, optimizer, fits):
     run_mpi(ranks, "ps_train.py", tmp_path, "--servers", servers, "--staleness", 0,
-            "--optimizer", optimizer, "--reference", timeout=300)
+            "--optimizer", optimizer, "--fits", fits, "--reference", timeout=300)
     assert_same_weights(tmp_path, ranks, weights(tmp_path, "reference"))  # servers too
     logs = records(tmp_path, ranks)
     workers = ranks - servers
@@ -43,7 +43,7 @@ def test_staleness_0_equals_synchronous_training_on_the_global_batch(tmp_path, r
     assert [log["serves"] for log in logs] == [False] * workers + [True] * servers
     stats = logs[0]["stats"]
     assert stats["dropped"] == 0 and stats["max_staleness"] == 0
-    assert set(stats["steps"].values()) == {2 * -(-360 // (8 * workers))}   # 2 epochs
+    assert set(stats["steps"].values()) == {fits * 2 * -(-360 // (8 * workers))}  # all fits
     assert all(log["stats"] == stats for log in logs)      # every rank: the job's figures
 
 

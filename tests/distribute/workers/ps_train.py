@@ -4,6 +4,7 @@ workers' global batch (what synchronous data-parallel training equals).
 
 usage: ps_train.py OUT_DIR --servers S --staleness {0,N,none} [--backup B] [--slow R:SECONDS]
        [--compression NAME] [--optimizer sgd|adam] [--hang R:STEP:SECONDS] [--timeout T]
+       [--fits N]
 """
 import argparse
 import json
@@ -26,6 +27,7 @@ parser.add_argument("--compression", default="none")
 parser.add_argument("--optimizer", default="sgd")
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--samples", type=int, default=480)
+parser.add_argument("--fits", type=int, default=1)
 parser.add_argument("--reference", action="store_true")
 args = parser.parse_args()
 
@@ -64,8 +66,9 @@ class Delay(hiapi.callbacks.Callback):
 
 with strategy.scope():
     model = make_model()
-history = model.fit(x, y, batch_size=8, epochs=args.epochs, validation_split=0.25, verbose=0,
-                    callbacks=[Delay()])
+for _ in range(args.fits):           # a second fit continues from where the first ended
+    history = model.fit(x, y, batch_size=8, epochs=args.epochs, validation_split=0.25,
+                        verbose=0, callbacks=[Delay()])
 evaluated = model.evaluate(x, y, verbose=0, return_dict=True)
 stats = strategy.stats
 record = {"history": history.history, "evaluate": evaluated, "serves": strategy.serves,
@@ -78,8 +81,9 @@ record = {"history": history.history, "evaluate": evaluated, "serves": strategy.
 np.savez(f"{args.out}/weights_{strategy.world_rank}.npz", *model.get_weights())
 if args.reference and strategy.world_rank == 0:
     reference = make_model()
-    reference.fit(x, y, batch_size=8 * strategy.workers, epochs=args.epochs,
-                  validation_split=0.25, verbose=0)
+    for _ in range(args.fits):
+        reference.fit(x, y, batch_size=8 * strategy.workers, epochs=args.epochs,
+                      validation_split=0.25, verbose=0)
     np.savez(f"{args.out}/reference.npz", *reference.get_weights())
 with open(f"{args.out}/record_{strategy.world_rank}.json", "w") as handle:
     json.dump(record, handle, default=str)
