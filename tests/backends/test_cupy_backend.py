@@ -364,6 +364,32 @@ def test_convnet_train_steps_match_numpy(restore_backend):
     np.testing.assert_allclose(losses("cupy"), losses("numpy"), rtol=1e-4)
 
 
+@needs_gpu
+def test_convolution_temporaries_are_planned_not_pooled(restore_backend):
+    """The im2col columns (19 and 38 MiB here), padded inputs and gradient grids live in the
+    arena (issue #15): a step takes from cupy's memory pool only its batch."""
+    import cupy
+    backends.set_backend("cupy")
+    hiapi.utils.set_random_seed(0)
+    model = hiapi.Sequential([hiapi.Input(shape=(32, 32, 8)),
+                              layers.Conv2D(16, 3, padding="same", activation="relu"),
+                              layers.Conv2D(16, 3, padding="same"),
+                              layers.GlobalAveragePooling2D(), layers.Dense(10)])
+    model.compile("sgd", hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
+    data = np.random.default_rng(0)
+    x, y = data.random((64, 32, 32, 8)).astype(np.float32), data.integers(0, 10, 64)
+    model.train_on_batch(x, y)
+    step = [f for key, f in model._step_functions.items() if key[0] == "train"][-1]
+    plan = list(step._executables.values())[-1].plan
+    assert {"conv2d", "conv2d_filter_grad", "conv2d_input_grad"} <= \
+        {var.op.name for var in plan.scratch}
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    held = pool.total_bytes()
+    model.train_on_batch(x, y)
+    assert pool.total_bytes() - held < 8 * 2**20        # the 2 MiB batch copied to the device
+
+
 # ------------------------------------------------------------------ NCCL
 
 
