@@ -6,6 +6,7 @@ from hiapi.distribute.easgd import EASGDStrategy
 from hiapi.distribute.local_sgd import LocalSGDStrategy
 from hiapi.distribute.parameter_server import ParameterServerStrategy
 from hiapi.distribute.pipeline import PipelineStrategy
+from hiapi.distribute.tensor_parallel import TensorParallelStrategy
 from hiapi.distribute.ring import ring_allreduce
 from hiapi.distribute.scope import current_strategy
 from hiapi.distribute.strategy import MPIStrategy, Strategy

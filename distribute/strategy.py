@@ -79,19 +79,23 @@ class CommunicationStats:
 
 
 class Strategy:
-    def __new__(cls, *args, pipeline_stages=1, **kwargs):
-        """``Strategy(pipeline_stages=K, ...)`` is a ``PipelineStrategy``: one name for every
-        way of splitting training, as in the user's script."""
+    def __new__(cls, *args, pipeline_stages=1, tensor_parallel=1, **kwargs):
+        """``Strategy(pipeline_stages=K, ...)`` is a ``PipelineStrategy`` and
+        ``Strategy(tensor_parallel=T)`` a ``TensorParallelStrategy``: one name for every way
+        of splitting training, as in the user's script."""
         if cls is Strategy and pipeline_stages != 1:
             from hiapi.distribute.pipeline import PipelineStrategy
             cls = PipelineStrategy
+        elif cls is Strategy and tensor_parallel != 1:
+            from hiapi.distribute.tensor_parallel import TensorParallelStrategy
+            cls = TensorParallelStrategy
         return super().__new__(cls)
 
     def __init__(self, compression: str | Compressor | None = "none", bucket_cap_mb: float = 25,
                  algorithm: str = "native", communicator: Communicator | None = None,
                  shard_optimizer_state: bool = False, overlap: bool = True,
                  sparse_exchange: str = "auto", pipeline_stages: int = 1,
-                 **compression_options: Any) -> None:
+                 tensor_parallel: int = 1, **compression_options: Any) -> None:
         # NCCL in place of MPI's collectives when the backend keeps arrays on the GPU
         self.communicator = communicator or for_backend(world(algorithm), get_backend().name)
         self.rank, self.size = self.communicator.rank, self.communicator.size

@@ -1,8 +1,10 @@
-"""Train a model with ``Strategy(pipeline_stages=<ranks>)`` (float64) and write, per rank, the
-weights after fit, the History and evaluate's logs; one process writes the same without a
-pipeline when run without mpiexec and with ``reference`` as the schedule.
+"""Train a model with ``Strategy(pipeline_stages=<ranks>)`` or, with the schedule ``tensor``,
+``Strategy(tensor_parallel=<ranks>)`` (float64) and write, per rank, the weights after fit, the
+History and evaluate's logs; one process writes the same without either when run without
+mpiexec and with ``reference`` as the schedule.
 
-usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|reference) MODEL(mlp|cnn) MICRO_BATCHES
+usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|tensor|reference) MODEL(mlp|cnn) MICRO_BATCHES
+                   [RANKS]
 """
 import json
 import sys
@@ -38,9 +40,11 @@ def data(kind):
 
 def train(out, schedule, kind, micro_batches):
     hiapi.config.set_floatx("float64")
-    strategy = None if schedule == "reference" else hiapi.distribute.Strategy(
-        pipeline_stages=int(sys.argv[5]) if len(sys.argv) > 5 else 2,
-        micro_batches=micro_batches, schedule=schedule)
+    ranks = int(sys.argv[5]) if len(sys.argv) > 5 else 2
+    strategy = None if schedule == "reference" else \
+        hiapi.distribute.Strategy(tensor_parallel=ranks) if schedule == "tensor" else \
+        hiapi.distribute.Strategy(pipeline_stages=ranks, micro_batches=micro_batches,
+                                  schedule=schedule)
     scope = strategy.scope() if strategy else _nothing()
     with scope:
         model = make_model(kind)
@@ -52,11 +56,12 @@ def train(out, schedule, kind, micro_batches):
     rank = strategy.rank if strategy else 0
     np.savez(f"{out}/{schedule}_{rank}.npz", *model.get_weights())
     if rank == 0:                       # rank 0 alone, after fit: gathers nothing itself
-        model.save(f"{out}/{schedule}.hiapi")
+        model.save(f"{out}/{schedule}.hiapi", include_optimizer=schedule != "tensor")
     with open(f"{out}/{schedule}_{rank}.json", "w") as handle:
         json.dump({"history": history.history, "evaluate": logs,
-                   "explain": strategy.explain(print_fn=lambda text: None) if strategy
-                   else None}, handle, default=float)
+                   "explain": None if strategy is None else {"pairs": strategy.pairs}
+                   if schedule == "tensor" else strategy.explain(print_fn=lambda text: None)},
+                  handle, default=float)
 
 
 class _nothing:
