@@ -48,12 +48,15 @@ def _is_collective(var):
 def step_timeline(model, x, y, batch_size, repeats=3):
     """(seconds of compute per step, [(ready seconds, gradient bytes)] in backward order,
     seconds until the last gradient is ready), from per-op times of one batch's train step.
-    Weights, optimizer state and the optimizer's step counter are restored afterwards."""
+    Weights, optimizer state (its step counter too) and the strategy's byte and step counts
+    are restored afterwards."""
     xs, ys, weights = model._prepare(x[:batch_size], y[:batch_size])
     step = model._step("train", xs, ys, weights)
     variables = model.weights + model.state_variables + model.optimizer.variables
     saved = [(v, v.numpy()) for v in variables]
     n, plan = len(xs[0]), model.distribution
+    counters = dict(vars(plan.stats)) if hasattr(plan, "stats") else None     # bytes, steps
+    batch = getattr(plan, "_batch", None)
     feeds = [*xs, *ys, *weights, *model.optimizer.step_values(),
              *plan.step_values(n, n * plan.size)]
     backend = get_backend()
@@ -67,6 +70,9 @@ def step_timeline(model, x, y, batch_size, repeats=3):
     finally:
         for variable, value in saved:
             variable.assign(value)
+        if counters is not None:                  # these steps are not training steps
+            vars(plan.stats).update(counters)
+            plan._batch = batch
     order, specs = executable.order, executable.specs
     produced_at, clock, elapsed = {}, [], 0.0
     for index, ((_, out, _, _, _), seconds) in enumerate(zip(executable.steps, times)):

@@ -26,6 +26,7 @@ before = model.get_weights()
 printed = []
 report = strategy.explain(model, x, y, batch_size=32, print_fn=printed.append)
 assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights())), "weights moved"
+assert strategy.stats.steps == 0 and strategy.stats.sent == 0, vars(strategy.stats)
 comm = strategy.communicator.comm
 algorithms = [a for a in _algorithms(comm) if a.name in ("ring", "halving_doubling")]
 ratios = []                  # measured / predicted, the constants re-measured each round so
