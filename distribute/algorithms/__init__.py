@@ -32,12 +32,15 @@ def candidate_algorithms(comm, native_comm=None):
     native = NativeAllreduce(native_comm or comm)
     found = [native, RingAllreduce(comm), HalvingDoublingAllreduce(comm)]
     fake_nodes = config.ranks_per_node()
+    from mpi4py import MPI
     node = node_communicator(comm, fake_nodes)
     local, size = node.Get_size(), comm.Get_size()
     node.Free()
-    if local == size:
+    # decided from numbers every rank agrees on: nodes may hold different rank counts
+    smallest, largest = comm.allreduce(local, MPI.MIN), comm.allreduce(local, MPI.MAX)
+    if smallest == size:
         found.append(SharedMemoryAllreduce(comm))
-    elif local > 1:
+    elif largest > 1:
         found.append(HierarchicalAllreduce(comm, fake_nodes))
     return found
 

@@ -27,6 +27,9 @@ class HierarchicalAllreduce(AllreduceAlgorithm):
         leaders = comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, comm.Get_rank())
         self.leaders = leaders if leaders != MPI.COMM_NULL else None
         self.nodes = self.leaders.Get_size() if self.leaders else None
+        # what predict() uses must be the same on every rank (auto's pick depends on it)
+        self.largest_node = comm.allreduce(self.local_size, MPI.MAX)
+        self.node_count = comm.allreduce(int(self.local_rank == 0), MPI.SUM)
         self.shared = SharedSlots(node, chunk_bytes)
 
     def __call__(self, array):
@@ -55,11 +58,14 @@ class HierarchicalAllreduce(AllreduceAlgorithm):
             shared.advance()
         return array
 
+    def _nodes(self, size):
+        return self.node_count if size == self.size else max(size // self.largest_node, 1)
+
     def latency_steps(self, size):
-        return 3 + 2 * steps(max(size // self.local_size, 1))
+        return 3 + 2 * steps(self._nodes(size))
 
     def bandwidth_time(self, nbytes, costs, size):
-        local, nodes = self.local_size, max(size // self.local_size, 1)
+        local, nodes = self.largest_node, self._nodes(size)
         more_chunks = max(0, -(-nbytes // self.shared.max_chunk_bytes) - 1)
         inside = more_chunks * 3 * costs.barrier + (2 + (local - 1) / local) * nbytes * \
             costs.copy + (local - 1) / local * nbytes * costs.gamma
