@@ -14,19 +14,21 @@ finished (one communication stream, as the background thread and MPI's progress 
 lasts what the algorithm's prediction says. The step takes ``max(backward end, last bucket
 done) + the updates``, and the communication hidden behind compute is the part that finished
 before the backward pass did. Compression (``topk``, ``dgc``) is priced from each compressor's
-measured bytes ratio and encoding speed, its payload exchanged by allgather. Other worker
-counts reuse this machine's constants with the formulas' dependence on P.
+measured bytes ratio and encoding speed, its payload summed by the sparse allreduce. Other
+worker counts reuse this machine's constants with the formulas' dependence on P.
 
     report = strategy.explain(model, x_train, y_train, batch_size=64)
     report["recommendation"]      # {'algorithm': ..., 'bucket_cap_mb': ..., 'step_seconds': ...}
 """
 import time
+from functools import partial
 
 import numpy as np
 
 from hiapi.backends import get_backend
 from hiapi.distribute import compression as compression_module
 from hiapi.distribute.algorithms import candidate_algorithms, measure
+from hiapi.distribute.algorithms.base import steps
 
 BUCKET_CAPS_MB = (1, 4, 25, 100)
 COMPRESSIONS = ("none", "topk", "dgc")
@@ -118,7 +120,7 @@ def schedule(bucket_list, comm_seconds, compute, backward_end):
     return compute + exposed, total, hidden
 
 
-def compressor_costs(name, costs, sample=1 << 18):
+def compressor_costs(name, sample=1 << 18):
     """(bytes ratio, encoding seconds per dense byte) of compressor ``name``, measured on a
     random gradient (DGC at its final sparsity, no warm-up)."""
     compressor = compression_module.get(name)
@@ -139,8 +141,7 @@ def explain(strategy, model, x, y, batch_size=32, bucket_caps_mb=BUCKET_CAPS_MB,
     if not strategy.is_chief:
         print_fn = _silent
     communicator = strategy.communicator
-    comm = getattr(communicator, "comm", None)
-    size = communicator.size
+    comm, size = getattr(communicator, "comm", None), communicator.size
     compute, gradients, backward_end = step_timeline(model, x, y, batch_size)
     report = {"workers": size, "compute_seconds": compute, "backward_seconds": backward_end,
               "gradient_bytes": sum(b for _, b in gradients), "choices": []}
@@ -155,44 +156,46 @@ def explain(strategy, model, x, y, batch_size=32, bucket_caps_mb=BUCKET_CAPS_MB,
     report["allreduce_predictions"] = {
         a.name: {n: a.predict(n, costs) for n in (256 << 10, 4 << 20, 16 << 20)}
         for a in candidates}
-    choices = report["choices"]
-    for algorithm in candidates:
-        for cap in bucket_caps_mb:
-            step_s, comm_s, hidden = schedule(
-                buckets(gradients, cap * 2**20), lambda n: algorithm.predict(n, costs),
-                compute, backward_end)
-            choices.append({"algorithm": algorithm.name, "bucket_cap_mb": cap,
-                            "compression": "none", "workers": size, "step_seconds": step_s,
-                            "comm_seconds": comm_s, "hidden_fraction": hidden})
-    best = min(choices, key=lambda c: c["step_seconds"])
-    cap_bytes = best["bucket_cap_mb"] * 2**20
-    for name in COMPRESSIONS[1:]:
-        ratio, encode = compressor_costs(name, costs)
-        step_s, comm_s, hidden = schedule(
-            buckets(gradients, cap_bytes),
-            lambda n: n * encode + (size - 1) * (costs.alpha + n / ratio * costs.beta),
-            compute, backward_end)
-        choices.append({"algorithm": "allgather", "bucket_cap_mb": best["bucket_cap_mb"],
-                        "compression": name, "bytes_ratio": ratio, "workers": size,
-                        "step_seconds": step_s, "comm_seconds": comm_s, "hidden_fraction": hidden})
-    for count in workers or (2 * size, 4 * size, 8 * size):
-        scalable = [a for a in candidates if a.name in ("native", "ring", "halving_doubling")]
-        for algorithm in scalable:
-            step_s, comm_s, hidden = schedule(
-                buckets(gradients, cap_bytes),
-                lambda n: algorithm.predict(n, costs, size=count), compute, backward_end)
-            choices.append({"algorithm": algorithm.name, "bucket_cap_mb": best["bucket_cap_mb"],
-                            "compression": "none", "workers": count, "step_seconds": step_s,
-                            "comm_seconds": comm_s, "hidden_fraction": hidden})
-    report["recommendation"] = dict(best)
-    lossy = min((c for c in choices if c["compression"] != "none"),
+
+    def choice(algorithm, cap_mb, compression, count, seconds_for, **extra):
+        step_s, comm_s, hidden = schedule(buckets(gradients, cap_mb * 2**20), seconds_for,
+                                          compute, backward_end)
+        report["choices"].append({"algorithm": algorithm, "bucket_cap_mb": cap_mb,
+                                  "compression": compression, "workers": count,
+                                  "step_seconds": step_s, "comm_seconds": comm_s,
+                                  "hidden_fraction": hidden, **extra})
+        return report["choices"][-1]
+
+    best = min((choice(a.name, cap, "none", size, partial(a.predict, costs=costs))
+                for a in candidates for cap in bucket_caps_mb),
+               key=lambda c: c["step_seconds"])
+    cap = best["bucket_cap_mb"]
+    lossy = min((choice("sparse_allreduce", cap, name, size,
+                        partial(_sparse_seconds, costs=costs, size=size, ratio=ratio,
+                                encode=encode), bytes_ratio=ratio)
+                 for name in COMPRESSIONS[1:]
+                 for ratio, encode in [compressor_costs(name)]),
                 key=lambda c: c["step_seconds"])
+    for count in workers or (2 * size, 4 * size, 8 * size):
+        for a in candidates:
+            if a.name in ("native", "ring", "halving_doubling"):      # formulas in P
+                choice(a.name, cap, "none", count, partial(a.predict, costs=costs, size=count))
+    report["recommendation"] = dict(best)
     if lossy["step_seconds"] < 0.9 * best["step_seconds"]:
         report["recommendation"]["note"] = (
             f"compression={lossy['compression']!r} would take {lossy['step_seconds']*1e3:.1f} "
             f"ms per step (lossy: check accuracy)")
     _print(report, print_fn)
     return report
+
+
+def _sparse_seconds(nbytes, costs, size, ratio, encode):
+    """A compressed bucket: encoding, then the sparse allreduce's log2(P) rounds, whose
+    messages grow with the union of the ranks' coordinates (at most (P-1) payloads in all,
+    none larger than the dense bucket)."""
+    payload = nbytes / ratio
+    moved = min((size - 1) * payload, steps(size) * nbytes)
+    return nbytes * encode + steps(size) * costs.alpha + moved * costs.beta
 
 
 def _silent(text):

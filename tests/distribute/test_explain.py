@@ -19,8 +19,8 @@ def test_explain_predicts_allreduce_times_and_recommends(tmp_path):
     assert report["printed"] and not reports[1]["printed"]     # rank 0 prints the table
     assert "recommendation" in report["printed"][0]
     kinds = {(c["algorithm"], c["compression"], c["workers"]) for c in report["choices"]}
-    assert {("native", "none", 2), ("ring", "none", 2), ("allgather", "topk", 2),
-            ("allgather", "dgc", 2), ("ring", "none", 8)} <= kinds
+    assert {("native", "none", 2), ("ring", "none", 2), ("sparse_allreduce", "topk", 2),
+            ("sparse_allreduce", "dgc", 2), ("ring", "none", 8)} <= kinds
     assert {c["bucket_cap_mb"] for c in report["choices"]} >= {1, 4, 25, 100}
     for choice in report["choices"]:
         assert choice["step_seconds"] >= report["compute_seconds"] > 0
