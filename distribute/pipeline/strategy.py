@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 
 from hiapi.distribute import sharding
+from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
 from hiapi.distribute.data_agreement import agree_counts
 from hiapi.distribute.pipeline import schedules, split
 from hiapi.distribute.pipeline.stage import StagePrograms
@@ -64,11 +65,11 @@ class PipelineStrategy(Strategy):
         if tensor_parallel != 1:
             raise NotImplementedError(f"Strategy(tensor_parallel={tensor_parallel!r}): tensor "
                                       f"parallelism is not implemented yet; use 1")
-        if self.size not in (1, stages):
+        if self.size > 1 and self.size % stages:
             raise ValueError(
-                f"Strategy(pipeline_stages={stages}) runs one stage per rank: start it with "
-                f"mpiexec -n {stages} (this job has {self.size} ranks); combining pipeline "
-                f"and data parallelism (mpiexec -n D*{stages}) is not supported yet")
+                f"Strategy(pipeline_stages={stages}) runs one stage per rank, D copies of the "
+                f"pipeline side by side: start it with mpiexec -n D*{stages} (this job has "
+                f"{self.size} ranks)")
         self.schedule_name = schedule
         self.schedule = schedules.get(schedule)
         if self.size == 1:
@@ -76,7 +77,13 @@ class PipelineStrategy(Strategy):
                           f"in this one process (the micro-batches are kept)", UserWarning,
                           stacklevel=2)
         self.requested_stages = stages
-        self.pipeline_stages = self.size          # one stage per rank (1 without mpiexec)
+        # the process grid: rank = replica * K + stage; a replica's K stages are neighbours
+        self.pipeline_stages = stages if self.size > 1 else 1
+        self.replicas = self.size // self.pipeline_stages
+        self.stage_index, self.replica = divmod(self.rank, self.pipeline_stages)[::-1]
+        self.pipeline_comm, self.data_communicator = _grid(self.communicator, self.stage_index,
+                                                           self.replica)
+        self._replica_share = 1.0
         self.micro_batches = int(micro_batches) if micro_batches is not None else 4 * stages
         if self.micro_batches < 1:
             raise ValueError(f"Strategy: micro_batches must be a positive integer, got "
@@ -105,11 +112,11 @@ class PipelineStrategy(Strategy):
             split.balanced_split(self.costs, self.pipeline_stages)
         bounds = self.starts + [len(layers)]
         input_spec = spec
-        for index in range(self.rank):           # the shape entering our stage
+        for index in range(self.stage_index):    # the shape entering our stage
             input_spec = _output_spec(layers[bounds[index]:bounds[index + 1]], input_spec)
-        own = layers[bounds[self.rank]:bounds[self.rank + 1]]
-        last = self.rank == self.pipeline_stages - 1
-        self.stage = StagePrograms(model, own, self.rank, self.pipeline_stages, input_spec,
+        own = layers[bounds[self.stage_index]:bounds[self.stage_index + 1]]
+        last = self.stage_index == self.pipeline_stages - 1
+        self.stage = StagePrograms(model, own, self.stage_index, self.pipeline_stages, input_spec,
                                    targets=(model._compiled_targets, ys, weighted) if last
                                    else None)
         stage_of = {}
@@ -128,7 +135,19 @@ class PipelineStrategy(Strategy):
 
     # ---- data: every stage sees the whole global batch ---------------------------------------
     def batches(self, n, batch_size, shuffle, rng):
-        return LOCAL.batches(n, batch_size, shuffle, rng)
+        """Each pipeline replica takes its part of the global batch (``batch_size`` per
+        replica), as data-parallel workers do; a replica's stages all see that part."""
+        if self.replicas == 1:
+            return LOCAL.batches(n, batch_size, shuffle, rng)
+        order = rng.permutation(n) if shuffle else np.arange(n)
+        out = []
+        for start in range(0, n, batch_size * self.replicas):
+            chunk = order[start:start + batch_size * self.replicas]
+            if len(chunk) < self.replicas:
+                break
+            mine = np.array_split(chunk, self.replicas)[self.replica]
+            out.append((mine, len(mine), len(chunk)))
+        return out
 
     def agree_batch(self, local_n, has_batch, step, what):
         return LOCAL.agree_batch(local_n, has_batch, step, what)
@@ -138,6 +157,7 @@ class PipelineStrategy(Strategy):
 
     def step_values(self, local_n, global_n):
         self.stats.steps += 1
+        self._replica_share = local_n / global_n
         return []
 
     @property
@@ -166,6 +186,8 @@ class PipelineStrategy(Strategy):
     def reduce_totals(self, compiled):
         """End of an epoch's training: the totals already agree (the last stage broadcast
         every step's results); the weights are shared so validation and callbacks see them."""
+        if self.replicas > 1:
+            compiled.load_totals(self.data_communicator.allreduce(compiled.totals_vector()))
         self._share_weights(self._model)
 
     def consolidate(self, model):
@@ -184,18 +206,20 @@ class PipelineStrategy(Strategy):
         bounds = self.starts + [len(self.costs)]
         stage_costs = [sum(self.costs[a:b]) for a, b in zip(bounds, bounds[1:])]
         names = [layer.name for layer in split.stage_layers(self._model)]
-        report = {"stages": K, "micro_batches": M, "schedule": self.schedule_name,
+        report = {"stages": K, "replicas": self.replicas, "micro_batches": M,
+                  "schedule": self.schedule_name,
                   "split": [names[a:b] for a, b in zip(bounds, bounds[1:])],
                   "stage_gflop_per_sample": [c / 1e9 for c in stage_costs],
                   "balance": max(stage_costs) / (sum(stage_costs) / K),
                   "predicted_bubble": schedules.ideal_bubble(K, M),
                   "activations_held": schedules.peak_in_flight(
-                      self.schedule(self.rank, K, M)),
+                      self.schedule(self.stage_index, K, M)),
                   "measured_bubble_this_rank": self.pipeline_stats.bubble
                   if self.pipeline_stats.steps else None,
                   "peak_held_activation_bytes_this_rank": self.pipeline_stats.peak_held_bytes,
                   "planned_arena_bytes_this_rank": _arena_bytes(self.stage)}
-        lines = [f"Pipeline: {K} stages x {M} micro-batches, schedule {self.schedule_name!r}"]
+        lines = [f"Pipeline: {K} stages x {M} micro-batches, schedule {self.schedule_name!r}"
+                 + (f", {self.replicas} data-parallel replicas" if self.replicas > 1 else "")]
         for k, (layers, cost) in enumerate(zip(report["split"], stage_costs)):
             lines.append(f"  stage {k}: {len(layers)} layers ({layers[0]} .. {layers[-1]}), "
                          f"{cost / 1e6:.2f} MFLOP/sample")
@@ -207,6 +231,17 @@ class PipelineStrategy(Strategy):
                          f"{report['activations_held']} micro-batches of activations held")
         print_fn("\n".join(lines))
         return report
+
+
+def _grid(communicator, stage, replica):
+    """The communicators of the grid: this replica's pipeline (point to point between stages,
+    an mpi4py communicator) and this stage's data-parallel group (gradient allreduce)."""
+    if communicator.size == 1:
+        return None, LocalCommunicator()
+    from mpi4py import MPI
+    pipeline = communicator.comm.Split(replica, stage)
+    data = communicator.comm.Split(stage, replica)
+    return pipeline, (MPICommunicator(data) if data.Get_size() > 1 else LocalCommunicator())
 
 
 def _output_spec(layers, spec):

@@ -23,7 +23,7 @@ class PipelineTrainStep:
         self.strategy, self.stage, self.compiled = strategy, stage, compiled
         self.n_inputs, self.n_targets, self.n_weights = counts
         self.schedule = schedule
-        self.comm = strategy.communicator.comm if strategy.size > 1 else None
+        self.comm = strategy.pipeline_comm                    # None in one process
         self.stats = strategy.pipeline_stats
 
     def __call__(self, *arguments):
@@ -51,7 +51,7 @@ class PipelineTrainStep:
                     busy += time.perf_counter() - began
                     sends.append(self._send(output, stage.index + 1, m, FORWARD))
                 continue
-            share = np.float32((part.stop - part.start) / total)
+            share = np.float32((part.stop - part.start) / total * strategy._replica_share)
             activation = entering.pop(m)
             began = time.perf_counter()
             if stage.last:
@@ -72,13 +72,16 @@ class PipelineTrainStep:
             accumulated = [np.array(g, copy=True) for g in gradients] if accumulated is None \
                 else [a.__iadd__(g) for a, g in zip(accumulated, gradients)]
         stage.set_counters(lambda c: base[id(c)] + len(slices))
+        if strategy.replicas > 1:                 # the stage's gradient over all replicas
+            accumulated = _allreduce(strategy.data_communicator, accumulated)
         began = time.perf_counter()
         stage.update(*accumulated, *optimizer_values)
         busy += time.perf_counter() - began
         for _, request in sends:                    # (each array kept alive until sent)
             request.Wait()
         self.stats.record(time.perf_counter() - start, busy, peak_in_flight(order))
-        return self._share_results(results, slices, total, regularization)
+        return self._share_results(results, slices, total,
+                                   regularization / strategy._replica_share)
 
     # ---- messages between neighbouring stages ----------------------------------------------
     def _receive(self, spec, part, source, m, direction):
@@ -116,6 +119,16 @@ class PipelineTrainStep:
                                 else np.concatenate(parts))
             position += size
         return combined
+
+
+def _allreduce(communicator, arrays):
+    """Sum arrays over ``communicator`` in one message."""
+    flat = communicator.allreduce(np.concatenate([a.reshape(-1) for a in arrays]))
+    out, offset = [], 0
+    for a in arrays:
+        out.append(flat[offset:offset + a.size].reshape(a.shape))
+        offset += a.size
+    return out
 
 
 def _micro_batches(total, count):

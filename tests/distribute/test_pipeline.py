@@ -1,7 +1,8 @@
 """Pipeline parallelism: ``Strategy(pipeline_stages=K)`` under real ``mpiexec -n 2`` and ``-n 4``
-trains exactly as one process on the same global batch (float64, both schedules, an MLP with
-regularisers on several stages and a small CNN), every rank logs the same History, rank 0's
-saved file holds the whole optimizer state; plus the schedules, the split and the errors."""
+(K stages, or 2 data-parallel replicas of 2 stages) trains exactly as one process on the same
+global batch (float64, both schedules, an MLP with regularisers on several stages and a small
+CNN), every rank logs the same History, rank 0's saved file holds the whole optimizer state;
+plus the schedules, the split and the errors."""
 import itertools
 import json
 import subprocess
@@ -17,9 +18,10 @@ from hiapi.saving.archive import read_archive
 from mpi import ROOT, WORKERS, run_mpi
 
 
-def reference(tmp_path, kind, micro_batches):
+def reference(tmp_path, kind, micro_batches, batch_size):
     subprocess.run([sys.executable, str(WORKERS / "pipeline.py"), str(tmp_path), "reference",
-                    kind, str(micro_batches)], check=True, cwd=ROOT, timeout=300)
+                    kind, str(micro_batches), "1", str(batch_size)], check=True, cwd=ROOT,
+                   timeout=300)
     return load(tmp_path, "reference", 0)
 
 
@@ -35,12 +37,14 @@ def optimizer_state(path):
             range(sum(1 for name in arrays if name.startswith("optimizer/")))]
 
 
-@pytest.mark.parametrize("ranks,schedule,kind", [(2, "gpipe", "mlp"), (2, "1f1b", "cnn"),
-                                                 (4, "1f1b", "mlp"), (4, "gpipe", "cnn")])
-def test_pipelined_training_equals_one_process(tmp_path, ranks, schedule, kind):
-    micro_batches = 4 if kind == "mlp" else 3
-    run_mpi(ranks, "pipeline.py", tmp_path, schedule, kind, micro_batches, ranks, timeout=300)
-    expected_weights, expected = reference(tmp_path, kind, micro_batches)
+@pytest.mark.parametrize("ranks,stages,schedule,kind", [
+    (2, 2, "gpipe", "mlp"), (2, 2, "1f1b", "cnn"), (4, 4, "1f1b", "mlp"), (4, 4, "gpipe", "cnn"),
+    (4, 2, "1f1b", "cnn"), (4, 2, "gpipe", "mlp")])          # the last two: 2 replicas x 2 stages
+def test_pipelined_training_equals_one_process(tmp_path, ranks, stages, schedule, kind):
+    micro_batches, replicas = (4 if kind == "mlp" else 3), ranks // stages
+    run_mpi(ranks, "pipeline.py", tmp_path, schedule, kind, micro_batches, stages, 24,
+            timeout=300)
+    expected_weights, expected = reference(tmp_path, kind, micro_batches, 24 * replicas)
     for rank in range(ranks):
         weights, report = load(tmp_path, schedule, rank)
         for w, e in zip(weights, expected_weights):          # every stage's weights, shared
@@ -50,9 +54,10 @@ def test_pipelined_training_equals_one_process(tmp_path, ranks, schedule, kind):
         for key, value in expected["evaluate"].items():
             np.testing.assert_allclose(report["evaluate"][key], value, rtol=1e-8)
         explain = report["explain"]
-        assert len(explain["split"]) == ranks and all(explain["split"])
+        assert len(explain["split"]) == stages and all(explain["split"])
+        assert explain["replicas"] == replicas
         assert explain["activations_held"] == (
-            micro_batches if schedule == "gpipe" else min(ranks - rank, micro_batches))
+            micro_batches if schedule == "gpipe" else min(stages - rank % stages, micro_batches))
         assert 0.0 < explain["measured_bubble_this_rank"] < 1.0
     for saved, want in zip(optimizer_state(tmp_path / f"{schedule}.hiapi"),
                            optimizer_state(tmp_path / "reference.hiapi")):

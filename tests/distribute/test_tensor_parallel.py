@@ -32,9 +32,9 @@ def load(tmp_path, schedule, rank):
 
 @pytest.mark.parametrize("ranks,kind,pairs", [(2, "cnn", 2), (2, "mlp", 1), (4, "cnn", 1)])
 def test_tensor_parallel_training_equals_one_process(tmp_path, ranks, kind, pairs):
-    run_mpi(ranks, "pipeline.py", tmp_path, "tensor", kind, 1, ranks, timeout=300)
+    run_mpi(ranks, "pipeline.py", tmp_path, "tensor", kind, 1, ranks, 24, timeout=300)
     subprocess.run([sys.executable, str(WORKERS / "pipeline.py"), str(tmp_path), "reference",
-                    kind, "1"], check=True, cwd=ROOT, timeout=300)
+                    kind, "1", "1", "24"], check=True, cwd=ROOT, timeout=300)
     expected_weights, expected = load(tmp_path, "reference", 0)
     for rank in range(ranks):
         weights, report = load(tmp_path, "tensor", rank)

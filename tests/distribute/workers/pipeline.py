@@ -4,7 +4,7 @@ History and evaluate's logs; one process writes the same without either when run
 mpiexec and with ``reference`` as the schedule.
 
 usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|tensor|reference) MODEL(mlp|cnn) MICRO_BATCHES
-                   [RANKS]
+                   [STAGES_OR_TENSOR_PARTS] [BATCH_SIZE]
 """
 import json
 import sys
@@ -51,7 +51,8 @@ def train(out, schedule, kind, micro_batches):
         model.compile(optimizer=hiapi.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy",
                       metrics=["accuracy"])
     x, y = data(kind)
-    history = model.fit(x, y, batch_size=24, epochs=2, verbose=0, validation_split=0.25)
+    batch_size = int(sys.argv[6]) if len(sys.argv) > 6 else 24     # per pipeline replica
+    history = model.fit(x, y, batch_size=batch_size, epochs=2, verbose=0, validation_split=0.25)
     logs = model.evaluate(x, y, verbose=0, return_dict=True)
     rank = strategy.rank if strategy else 0
     np.savez(f"{out}/{schedule}_{rank}.npz", *model.get_weights())
