@@ -19,6 +19,12 @@ Python work per batch). On a shared machine the step time varies by tens of perc
 to epoch, far more than the overhead being measured, so the overhead is the ratio of the two
 parts of the *same* epochs (``overhead = outside / inside``), not a difference between runs.
 One JSON line with, per variant, seconds per epoch (median) and the overhead (median).
+
+A busy machine stretches the wall-clock parts unevenly (a preempted step is "inside", a
+preempted gather "outside"), so the same split is also reported in process CPU time
+(``cpu_overhead``: CPU outside the steps over CPU inside them, all threads; the batch that
+``fit`` gathers on its prefetch thread while a step runs counts as inside) together with the
+CPU seconds per epoch, which compare the variants' total work directly.
 """
 import argparse
 import contextlib
@@ -30,17 +36,18 @@ import numpy as np
 
 
 class TimedStep:
-    """A compiled step function that adds up the seconds spent in its calls."""
+    """A compiled step function that adds up the wall and CPU seconds spent in its calls."""
 
     def __init__(self, function):
-        self.function, self.seconds = function, 0.0
+        self.function, self.seconds, self.cpu_seconds = function, 0.0, 0.0
 
     def __call__(self, *args):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         try:
             return self.function(*args)
         finally:
             self.seconds += time.perf_counter() - start
+            self.cpu_seconds += time.process_time() - cpu_start
 
     def __getattr__(self, name):
         return getattr(self.function, name)
@@ -95,22 +102,30 @@ def main():
     variants = {"loop": loop, "fit": fit(0), "fit_bar": fit(1)}
     seconds = {name: [] for name in variants}
     overheads = {name: [] for name in variants}
+    cpu_seconds = {name: [] for name in variants}
+    cpu_overheads = {name: [] for name in variants}
     for _ in range(args.epochs):
         for name, run in variants.items():
             for step in steps.values():
-                step.seconds = 0.0
-            start = time.perf_counter()
+                step.seconds = step.cpu_seconds = 0.0
+            start, cpu_start = time.perf_counter(), time.process_time()
             run()
-            total = time.perf_counter() - start
+            total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             inside = sum(step.seconds for step in steps.values())
+            cpu_inside = sum(step.cpu_seconds for step in steps.values())
             seconds[name].append(total)
             overheads[name].append((total - inside) / inside)
+            cpu_seconds[name].append(cpu)
+            cpu_overheads[name].append((cpu - cpu_inside) / cpu_inside)
     line = {"benchmark": "fit_overhead", "model": args.model, "backend": args.backend,
             "steps_per_epoch": len(batches),
             "epochs_each": args.epochs}
     for name in variants:
         line[f"{name}_s_per_epoch"] = round(float(np.median(seconds[name])), 3)
         line[f"{name}_overhead"] = round(float(np.median(overheads[name])), 4)
+        line[f"{name}_cpu_s_per_epoch"] = round(float(np.median(cpu_seconds[name])), 3)
+        line[f"{name}_cpu_overhead"] = round(float(np.median(cpu_overheads[name])), 4)
+    line["load_average"] = round(os.getloadavg()[0], 2)
     print(json.dumps(line))
 
 
