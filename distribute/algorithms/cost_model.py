@@ -5,8 +5,8 @@ does) of 8 bytes and of 8 MB give the latency ``alpha`` and the per-byte time ``
 sum and a copy of 16 MB (past the caches, as gradients are), run on every rank at once (so
 ranks sharing cores and memory bandwidth are priced as they will run), give ``gamma`` and
 ``copy``; a few node barriers give ``barrier``; a few 8-byte calls of each candidate
-algorithm give its ``latency`` (its alpha terms as they really run); and five 8 MB calls of
-each give its ``scale``, measured over modelled per-byte time (the candidates' calls are
+algorithm give its ``latency`` (its alpha terms as they really run); and three 16 MB calls
+of each give its ``scale``, measured over modelled per-byte time (the candidates' calls are
 interleaved, round by round). Each figure is a median (latencies: the lower quartile) of
 repeats, then the largest over ranks, so every rank holds the same numbers and ``auto`` picks
 the same algorithm everywhere (a different pick on two ranks would deadlock). About 0.3 s on
@@ -21,7 +21,8 @@ from hiapi.distribute.algorithms.base import LinkCosts
 from hiapi.distribute.algorithms.shared_window import node_communicator
 from hiapi.distribute.ring import _sendrecv
 
-LARGE = 8 << 20
+LARGE = 8 << 20              # the ring shift that measures beta
+CALIBRATION = 16 << 20       # each algorithm's one large call: near a 25 MB gradient bucket
 # latencies are the lower quartile of their repeats: on a loaded machine a tiny message's time
 # is mostly waiting for the partner to be scheduled, which the median would price as latency
 LATENCY_QUANTILE = 25
@@ -67,11 +68,11 @@ def _local_costs(nbytes=16 << 20, repeats=3):
 
 
 def _scales(algorithms, costs, seconds):
-    """Per algorithm: its measured time on ``LARGE`` bytes, less its latency, over the
+    """Per algorithm: its measured time on ``CALIBRATION`` bytes, less its latency, over the
     formula's per-byte time."""
     out = {}
     for algorithm, measured in zip(algorithms, seconds):
-        modelled = algorithm.bandwidth_time(LARGE, costs, algorithm.size)
+        modelled = algorithm.bandwidth_time(CALIBRATION, costs, algorithm.size)
         rest = measured - costs.latency[algorithm.name]
         out[algorithm.name] = max(rest, 0.1 * modelled) / modelled if modelled > 0 else 1.0
     return out
@@ -95,7 +96,7 @@ def measure(comm, algorithms=(), refresh=False):
     barrier = _median_time(node.Barrier, 20, LATENCY_QUANTILE)
     node.Free()
     latency = _interleaved(algorithms, np.zeros(2, np.float32), 20, LATENCY_QUANTILE)
-    large = _interleaved(algorithms, np.ones(LARGE // 4, np.float32), 5)
+    large = _interleaved(algorithms, np.ones(CALIBRATION // 4, np.float32), 3)
     mine = np.array([small_t, max(large_t - small_t, 0.0) / LARGE, gamma, copy, barrier,
                      *latency, *large])
     comm.Allreduce(MPI.IN_PLACE, mine, MPI.MAX)

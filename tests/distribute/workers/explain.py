@@ -1,7 +1,7 @@
 """``strategy.explain()`` on 2 ranks: the report, the weights left as they were, and the ring's
 and halving/doubling's measured allreduce times (medians of repeats) over the model's
 predictions, at 4 and 32 MB (bandwidth-bound: the sizes whose timing is stable; either side of
-the 8 MB message the model is calibrated on)."""
+the 16 MB message the model is calibrated on)."""
 import json
 import sys
 import time
