@@ -1,5 +1,5 @@
 """Tensor parallelism: ``Strategy(tensor_parallel=T)`` under real ``mpiexec -n 2`` and ``-n 4``
-trains exactly as one process (float64; Dense and Conv2D column/row pairs), every rank logs the
+(T parts, or 2 data-parallel replicas of 2 parts) trains exactly as one process (float64; Dense and Conv2D column/row pairs), every rank logs the
 same History; the rewrite finds Megatron's pairs and leaves alone what it cannot split; its two
 collectives pass the finite-difference gradient check."""
 import importlib.util
@@ -30,11 +30,14 @@ def load(tmp_path, schedule, rank):
     return [weights[f"arr_{i}"] for i in range(len(weights))], report
 
 
-@pytest.mark.parametrize("ranks,kind,pairs", [(2, "cnn", 2), (2, "mlp", 1), (4, "cnn", 1)])
-def test_tensor_parallel_training_equals_one_process(tmp_path, ranks, kind, pairs):
-    run_mpi(ranks, "pipeline.py", tmp_path, "tensor", kind, 1, ranks, 24, timeout=300)
+@pytest.mark.parametrize("ranks,parts,kind,pairs", [
+    (2, 2, "cnn", 2), (2, 2, "mlp", 1), (4, 4, "cnn", 1),
+    (4, 2, "cnn", 2)])                              # the last: 2 replicas x 2 parts
+def test_tensor_parallel_training_equals_one_process(tmp_path, ranks, parts, kind, pairs):
+    run_mpi(ranks, "pipeline.py", tmp_path, "tensor", kind, 1, parts, 24, timeout=300)
     subprocess.run([sys.executable, str(WORKERS / "pipeline.py"), str(tmp_path), "reference",
-                    kind, "1", "1", "24"], check=True, cwd=ROOT, timeout=300)
+                    kind, "1", "1", str(24 * ranks // parts)], check=True, cwd=ROOT,
+                   timeout=300)
     expected_weights, expected = load(tmp_path, "reference", 0)
     for rank in range(ranks):
         weights, report = load(tmp_path, "tensor", rank)
