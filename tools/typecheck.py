@@ -12,8 +12,8 @@ modules checked), and prints mypy's report with the paths turned back into the r
 The tree is rebuilt on every run, so it never goes stale when modules are added; mypy's cache
 lives in it too and goes with it (a cold run takes seconds; see tests/packaging/test_types.py).
 
-Extra FILE arguments (a user script, say) are checked against the same tree; the exit status is
-mypy's (0: no errors, 1: errors, 2: a usage error).
+FILE arguments (a user script, say) are checked instead, against hiapi's hints; the exit
+status is mypy's (0: no errors, 1: errors, 2: a usage error).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 #: folders installed as ``hiapi.<name>`` (pyproject.toml [tool.setuptools.package-dir])
@@ -54,16 +55,23 @@ def repository_paths(report: str) -> str:
     return "".join(lines)
 
 
-def run(files: list[str] | tuple[str, ...] = (), *mypy_args: str) -> subprocess.CompletedProcess[str]:
-    """Run mypy on the modules pyproject.toml names plus ``files``; returns the finished
-    process with the report (repository paths) as ``stdout``."""
-    with tempfile.TemporaryDirectory(prefix="hiapi-typecheck-") as scratch:
-        tree = link_tree(Path(scratch) / "tree")
-        command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-                   "--cache-dir", str(Path(scratch) / "cache"), *mypy_args,
-                   *(str(Path(f).resolve()) for f in files)]
-        env = {key: value for key, value in os.environ.items() if key != "MYPYPATH"}
-        done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+def run(files: Sequence[str] = (), *mypy_args: str,
+        scratch: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run mypy on the modules pyproject.toml names, or on ``files`` instead (hiapi is then read
+    for its types only); returns the finished process with the report (repository paths) as
+    ``stdout``. ``scratch``: a folder kept between runs (link tree and mypy cache), so a second
+    run is incremental; by default a temporary one."""
+    if scratch is None:
+        with tempfile.TemporaryDirectory(prefix="hiapi-typecheck-") as temporary:
+            return run(files, *mypy_args, scratch=Path(temporary))
+    tree = scratch / "tree"
+    if not tree.exists():
+        link_tree(tree)
+    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+               "--cache-dir", str(scratch / "cache"), *mypy_args,
+               *(str(Path(f).resolve()) for f in files)]
+    env = {key: value for key, value in os.environ.items() if key != "MYPYPATH"}
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     return subprocess.CompletedProcess(done.args, done.returncode,
                                        repository_paths(done.stdout), done.stderr)
 
