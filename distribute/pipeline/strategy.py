@@ -24,8 +24,8 @@ What it does:
   one and resuming hands each stage its own slots. Evaluation runs the whole model on every rank.
 
 Run without ``mpiexec``, the same script trains in one process, with the micro-batches.
-Not yet: combining the pipeline with data parallelism (``mpiexec -n D*K``) and tensor
-parallelism; functional (non-chain) models.
+``mpiexec -n D*K`` runs D data-parallel replicas of the pipeline. Not yet: combining it with
+tensor parallelism; functional (non-chain) models.
 """
 import warnings
 
@@ -63,8 +63,10 @@ class PipelineStrategy(Strategy):
             raise ValueError(f"Strategy: pipeline_stages must be an integer >= 2, got "
                              f"{pipeline_stages!r}")
         if tensor_parallel != 1:
-            raise NotImplementedError(f"Strategy(tensor_parallel={tensor_parallel!r}): tensor "
-                                      f"parallelism is not implemented yet; use 1")
+            raise NotImplementedError(
+                f"Strategy(pipeline_stages={pipeline_stages}, tensor_parallel="
+                f"{tensor_parallel!r}): combining pipeline and tensor parallelism is not "
+                f"supported yet; use one of them (each combines with data parallelism)")
         if self.size > 1 and self.size % stages:
             raise ValueError(
                 f"Strategy(pipeline_stages={stages}) runs one stage per rank, D copies of the "

@@ -88,5 +88,5 @@ def test_enter_and_leave_parallel_gradients():
 def test_tensor_parallel_errors():
     with pytest.raises(ValueError, match="tensor_parallel must be an integer >= 2"):
         hiapi.distribute.Strategy(tensor_parallel=1.5)
-    with pytest.raises(NotImplementedError, match="tensor parallelism is not implemented yet"):
+    with pytest.raises(NotImplementedError, match="combining pipeline and tensor parallelism is not supported yet"):
         hiapi.distribute.Strategy(pipeline_stages=2, tensor_parallel=2)
