@@ -27,14 +27,30 @@ def order_updates(forward_roots, updates, outputs=()):
     for variable, value in updates:
         groups.setdefault(id(variable), []).append((variable, value))
     pending = sorted(groups.values(), key=lambda g: min(depth[v] for _, v in g))
-    needs = [set(topological_order([v for _, v in g])) for g in pending]
     ordered = []
     while pending:
-        k = next((k for k, g in enumerate(pending)
-                  if not readers.get(id(g[0][0]), set()) - done - needs[k]), 0)
-        ordered += pending.pop(k)
-        done |= needs.pop(k)
+        k = next((k for k, group in enumerate(pending) if _ready(group, done, readers)), 0)
+        chosen = pending.pop(k)
+        ordered += chosen
+        done |= _new_ancestors([v for _, v in chosen], done)
     return ordered
+
+
+def _ready(group, done, readers):
+    """Every other reader of the group's variable has run, or runs on the update's way."""
+    waiting = readers.get(id(group[0][0]), set()) - done
+    return not waiting or waiting <= _new_ancestors([v for _, v in group], done)
+
+
+def _new_ancestors(values, done):
+    """The values and everything they need that is not in ``done``."""
+    found, stack = set(), [v for v in values if v not in done]
+    while stack:
+        var = stack.pop()
+        if var not in found:
+            found.add(var)
+            stack.extend(i for i in var.inputs if i not in done and i not in found)
+    return found
 
 
 def _backward_depth(roots, done):
