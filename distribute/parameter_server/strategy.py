@@ -100,10 +100,11 @@ class ParameterServerStrategy(Local):
         return strategy_scope(self)
 
     def scale_lr(self, learning_rate, base_batch=256, per_worker_batch=None):
-        """Linear scaling for what one update averages: the workers' global batch when
-        synchronous (``staleness=0``), one worker's batch otherwise."""
+        """Linear scaling for what one update averages: the batches of the W - b workers
+        whose gradients make a synchronous step (``staleness=0``), one worker's batch
+        otherwise."""
         per_update = (per_worker_batch or base_batch) * (
-            self.workers if self.staleness == 0 else 1)
+            self.workers - self.backup_workers if self.staleness == 0 else 1)
         return learning_rate * per_update / base_batch
 
     def make_policy(self):

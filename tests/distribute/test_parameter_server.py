@@ -176,3 +176,11 @@ def test_backup_and_restore_resumes_a_parameter_server_job(tmp_path):
         got = np.load(tmp_path / f"resume_weights_{rank}.npz")
         for key in expected.files:
             np.testing.assert_allclose(got[key], expected[key], rtol=1e-6, atol=1e-7)
+
+
+def test_scale_lr_follows_what_one_update_averages():
+    strategy = hiapi.distribute.ParameterServerStrategy(staleness=None)
+    strategy.workers = 3                     # as on 4 ranks with one server
+    assert strategy.scale_lr(0.1, base_batch=128, per_worker_batch=32) == 0.1 * 32 / 128
+    strategy.staleness, strategy.backup_workers = 0, 1
+    assert strategy.scale_lr(0.1, base_batch=128, per_worker_batch=32) == 0.1 * 64 / 128
