@@ -1,6 +1,8 @@
 """The tensor-parallel rewrite of a traced training graph (the layers do not know about it).
 
-It looks for Megatron-LM's pattern: a ``matmul`` by a Dense kernel (or a ``conv2d`` by a Conv2D
+Embedding lookups are split by vocabulary (each rank keeps a block of rows; ids outside it
+look up zeros and an allreduce adds the owning rank's rows). For the rest it looks for
+Megatron-LM's pattern: a ``matmul`` by a Dense kernel (or a ``conv2d`` by a Conv2D
 kernel) whose output reaches, through channel-local ops only (elementwise ops such as the bias
 add and the activation, with biases and scalars as their other inputs; max and average
 pooling), another ``matmul``/``conv2d`` by a kernel whose input dimension is that width. The
@@ -57,6 +59,25 @@ def find_pairs(roots, kernels, parts):
             pairs.append(pair)
             taken |= {var} | pair.chain | set(pair.rows)
     return pairs
+
+
+def find_lookups(roots, tables, parts):
+    """Embedding lookups (``gather`` from an Embedding's table) whose table nothing else reads
+    and that has at least ``parts`` rows: split by vocabulary."""
+    order = topological_order(roots)
+    consumers = {}
+    for var in order:
+        for inp in var.inputs:
+            consumers.setdefault(inp, []).append(var)
+    found = set()
+    for var in order:
+        if var.op.name != "gather" or not isinstance(var.inputs[0].op, Read):
+            continue
+        table = var.inputs[0].op.variable
+        if id(table) in tables and table.shape[0] >= parts and \
+                all(user.op.name == "gather" for user in consumers[var.inputs[0]]):
+            found.add(var)
+    return found
 
 
 def _only_read_here(pair, consumers):
@@ -128,7 +149,37 @@ class TensorParallelRewrite:
             entry = self.slices[id(variable)] = (variable, local, axis)
         return entry[1]
 
-    def apply(self, roots, kernels):
+    def _vocabulary_parallel(self, lookup, table_read, ids):
+        """``table[ids]`` with this rank's rows only: ids outside them give zeros, and the
+        allreduce adds the one rank that has each row. The first rank takes every id below
+        its end and the last every id from its start, so an id out of the whole table's range
+        still reaches a lookup that rejects it (the Embedding's own error)."""
+        from hiapi.graph import ops
+        table = table_read.op.variable
+        local = self._local(table, 0)
+        bounds = np.cumsum([0] + [len(part) for part in np.array_split(
+            np.arange(table.shape[0]), self.parts)])
+        start, stop = int(bounds[self.rank]), int(bounds[self.rank + 1])
+        mine = None
+        if self.rank > 0:
+            mine = ids >= ops.constant(start, ids.dtype)
+        if self.rank < self.parts - 1:
+            below = ids < ops.constant(stop, ids.dtype)
+            mine = below if mine is None else ops.where(mine, below, mine)
+        shifted = ids - ops.constant(start, ids.dtype) if start else ids
+        safe = shifted if mine is None else ops.where(mine, shifted, ops.constant(0, ids.dtype))
+        rows = type(lookup.op)(where=f"{lookup.op.where} (tensor_parallel: rows [{start}, "
+                                     f"{stop}) of {table.shape[0]} on this rank; the index is "
+                                     f"counted from row {start})")(local.read, safe)
+        if mine is not None:
+            keep = ops.cast(ops.expand_dims(mine, -1), rows.dtype)
+            for _ in range(rows.ndim - keep.ndim):
+                keep = ops.expand_dims(keep, -1)
+            rows = rows * keep
+        return LeaveParallel(self.communicator)(rows)
+
+    def apply(self, roots, kernels, tables=()):
+        lookups = find_lookups(roots, tables, self.parts)
         pairs = find_pairs(roots, kernels, self.parts)
         columns = {p.column: p for p in pairs}
         rows = {r: p for p in pairs for r in p.rows}
@@ -136,6 +187,8 @@ class TensorParallelRewrite:
         chain = set().union(*(p.chain for p in pairs)) if pairs else set()
 
         def transform(var, inputs):
+            if var in lookups:
+                return self._vocabulary_parallel(var, *inputs)
             if var in columns:
                 x, weight = inputs
                 local = self._local(weight.op.variable, var.ndim - 1)
@@ -149,4 +202,4 @@ class TensorParallelRewrite:
             if var in chain:
                 return var.op(*inputs)          # shapes change: infer again
             return with_inputs(var, inputs)
-        return rewrite(roots, transform), len(pairs)
+        return rewrite(roots, transform), len(pairs) + len(lookups)

@@ -1,6 +1,6 @@
 """``Strategy(tensor_parallel=T)``: the model's Dense and Conv2D layers split across T ranks
-(Megatron-LM's column- and row-parallel pairs, ``rewrite.py``), every rank seeing the whole
-batch.
+(Megatron-LM's column- and row-parallel pairs, ``rewrite.py``) and its Embedding tables by
+vocabulary, every rank seeing the whole batch.
 
     strategy = hiapi.distribute.Strategy(tensor_parallel=2)
     with strategy.scope():
@@ -16,8 +16,8 @@ so validation, ``evaluate``, ``predict``, ``get_weights`` and ``save_weights`` s
 model on every rank. ``mpiexec -n D*T`` runs D data-parallel replicas of the T-way split (a
 plain data-parallel ``Strategy`` over each part's replicas reduces its gradients). Not yet:
 saving the optimizer state (``model.save`` under this strategy needs
-``include_optimizer=False``; ``BackupAndRestore`` is refused), Embedding's vocabulary split,
-and combining with pipeline parallelism.
+``include_optimizer=False``; ``BackupAndRestore`` is refused) and combining with pipeline
+parallelism.
 """
 import numpy as np
 
@@ -77,9 +77,11 @@ class TensorParallelStrategy(Strategy):
         kernels = {id(layer.kernel) for layer in _layers(model)
                    if type(layer).__name__ in ("Dense", "Conv2D") and
                    getattr(layer, "kernel", None) is not None}
+        tables = {id(layer.embeddings) for layer in _layers(model)
+                  if type(layer).__name__ == "Embedding"}
         roots = list(results) + [value for _, value in state.updates]
         if self.tensor_parallel > 1:
-            roots, self.pairs = self.rewrite.apply(roots, kernels)
+            roots, self.pairs = self.rewrite.apply(roots, kernels, tables)
         results, update_values = roots[:len(results)], roots[len(results):]
         local = {key: entry[1] for key, entry in self.rewrite.slices.items()}
         params = [local.get(id(p), p) for p in model.trainable_weights]

@@ -1,6 +1,6 @@
 """Tensor parallelism: ``Strategy(tensor_parallel=T)`` under real ``mpiexec -n 2`` and ``-n 4``
-(T parts, or 2 data-parallel replicas of 2 parts) trains exactly as one process (float64; Dense and Conv2D column/row pairs), every rank logs the
-same History; the rewrite finds Megatron's pairs and leaves alone what it cannot split; its two
+(T parts, or 2 data-parallel replicas of 2 parts) trains exactly as one process (float64; Dense and Conv2D column/row pairs, an Embedding split by
+vocabulary), every rank logs the same History; the rewrite finds Megatron's pairs and leaves alone what it cannot split; its two
 collectives pass the finite-difference gradient check."""
 import importlib.util
 import json
@@ -31,7 +31,7 @@ def load(tmp_path, schedule, rank):
 
 
 @pytest.mark.parametrize("ranks,parts,kind,pairs", [
-    (2, 2, "cnn", 2), (2, 2, "mlp", 1), (4, 4, "cnn", 1),
+    (2, 2, "cnn", 2), (2, 2, "mlp", 1), (4, 4, "cnn", 1), (4, 4, "embedding", 2),
     (4, 2, "cnn", 2)])                              # the last: 2 replicas x 2 parts
 def test_tensor_parallel_training_equals_one_process(tmp_path, ranks, parts, kind, pairs):
     run_mpi(ranks, "pipeline.py", tmp_path, "tensor", kind, 1, parts, 24, timeout=300)
@@ -90,3 +90,22 @@ def test_tensor_parallel_errors():
         hiapi.distribute.Strategy(tensor_parallel=1.5)
     with pytest.raises(NotImplementedError, match="combining pipeline and tensor parallelism is not supported yet"):
         hiapi.distribute.Strategy(pipeline_stages=2, tensor_parallel=2)
+
+
+def test_an_embedding_index_out_of_range_is_still_an_error(tmp_path):
+    script = tmp_path / "bad_index.py"
+    script.write_text(
+        "import numpy as np, hiapi\n"
+        "from hiapi import layers\n"
+        "s = hiapi.distribute.Strategy(tensor_parallel=2)\n"
+        "with s.scope():\n"
+        "    m = hiapi.Sequential([hiapi.Input(shape=(5,), dtype='int64'),\n"
+        "                          layers.Embedding(30, 6), layers.Flatten(), layers.Dense(3)])\n"
+        "    m.compile(optimizer='sgd', loss='mse')\n"
+        "x = np.full((4, 5), 3)\n"
+        "x[2, 1] = 31\n"
+        "m.fit(x, np.zeros((4, 3)), verbose=0)\n")
+    result = run_mpi(2, str(script), check=False, timeout=120)
+    assert result.returncode != 0
+    assert "Embedding 'embedding' (input_dim=30) (tensor_parallel: rows [15, 30)" in \
+        result.stderr + result.stdout

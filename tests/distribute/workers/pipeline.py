@@ -3,7 +3,7 @@
 History and evaluate's logs; one process writes the same without either when run without
 mpiexec and with ``reference`` as the schedule.
 
-usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|tensor|reference) MODEL(mlp|cnn) MICRO_BATCHES
+usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|tensor|reference) MODEL(mlp|cnn|embedding) MICRO_BATCHES
                    [STAGES_OR_TENSOR_PARTS] [BATCH_SIZE]
 """
 import json
@@ -24,6 +24,11 @@ def make_model(kind):
                                               kernel_regularizer=hiapi.regularizers.L2(1e-3)),
                                  layers.Dense(8, activation="relu"),
                                  layers.Dense(3, activation="softmax")])
+    if kind == "embedding":              # a vocabulary of 30 over 4 ranks: uneven blocks
+        return hiapi.Sequential([hiapi.Input(shape=(5,), dtype="int64"),
+                                 layers.Embedding(30, 6), layers.Flatten(),
+                                 layers.Dense(8, activation="tanh"),
+                                 layers.Dense(3, activation="softmax")])
     return hiapi.Sequential([hiapi.Input(shape=(8, 8, 1)),
                              layers.Conv2D(4, 3, padding="same", activation="relu"),
                              layers.MaxPooling2D(2), layers.Conv2D(6, 3, activation="relu"),
@@ -33,6 +38,9 @@ def make_model(kind):
 
 def data(kind):
     rng = np.random.default_rng(4)
+    if kind == "embedding":
+        x = rng.integers(0, 30, size=(96, 5))
+        return x, (x[:, 0] % 3).astype("int64")
     x = rng.normal(size=(96, 12) if kind == "mlp" else (96, 8, 8, 1))
     y = (x.reshape(96, -1)[:, :3].argmax(axis=1)).astype("int64")
     return x, y
