@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ActivationLike", "ArrayLike", "ConstraintLike", "DataFormat", "DTypeLike",
            "InitializerLike", "InputData", "IntOrSequence", "LearningRate", "LossLike",
-           "MetricLike", "OptimizerLike", "Predictions", "RegularizerLike", "Shape", "ShapeLike", "Tensor",
-           "TensorLike", "Verbose"]
+           "MetricLike", "OptimizerLike", "Predictions", "RegularizerLike", "Shape", "ShapeLike",
+           "Tensor", "TensorLike", "Verbose"]
 
 #: a name (``"relu"``), any callable on tensors, or None for the identity
 ActivationLike: TypeAlias = Union[str, Callable[..., Any], None]

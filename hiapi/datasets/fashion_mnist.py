@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 from hiapi.datasets.fetch import locate
 from hiapi.datasets.idx import read_idx
-from hiapi.datasets.mnist import SHAPES
+from hiapi.datasets.mnist import SHAPES, Splits
 
 #: base URL the files are downloaded from when no local copy exists
 MIRROR = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
@@ -43,8 +41,7 @@ CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", 
                "Sneaker", "Bag", "Ankle boot")
 
 
-def load_data(path: str | os.PathLike[str] | None = None, *,
-              mirror: str = MIRROR) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+def load_data(path: str | os.PathLike[str] | None = None, *, mirror: str = MIRROR) -> Splits:
     """Fashion-MNIST as ``(x_train, y_train), (x_test, y_test)``, uint8 numpy arrays of shapes
     (60000, 28, 28), (60000,), (10000, 28, 28), (10000,); labels index ``CLASS_NAMES``.
 

@@ -40,8 +40,11 @@ FILES = {
 SHAPES = ((60000, 28, 28), (60000,), (10000, 28, 28), (10000,))
 
 
-def load_data(path: str | os.PathLike[str] | None = None, *,
-              mirror: str = MIRROR) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+#: what ``load_data`` returns: ``(x_train, y_train), (x_test, y_test)``
+Splits = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def load_data(path: str | os.PathLike[str] | None = None, *, mirror: str = MIRROR) -> Splits:
     """MNIST as ``(x_train, y_train), (x_test, y_test)``, uint8 numpy arrays of shapes
     (60000, 28, 28), (60000,), (10000, 28, 28), (10000,); pixels 0..255, labels 0..9.
 

@@ -33,7 +33,7 @@ Reduction = Literal["sum_over_batch_size", "sum", "none", "mean", "mean_with_sam
 
 
 class Loss:
-    label_dtype: np.dtype | None = None      # dtype the labels are fed as; None: the model's float dtype
+    label_dtype: np.dtype | None = None    # dtype labels are fed as; None: the model's float dtype
 
     def __init__(self, name: str | None = None, reduction: Reduction = "sum_over_batch_size",
                  dtype: DTypeLike | None = None) -> None:

@@ -125,7 +125,8 @@ class AUC(_Confusion):
     applies a sigmoid to the predictions first."""
 
     def __init__(self, num_thresholds: int = 200, curve: Literal["ROC", "PR"] = "ROC",
-                 summation_method: Literal["interpolation", "minoring", "majoring"] = "interpolation",
+                 summation_method: Literal["interpolation", "minoring",
+                                           "majoring"] = "interpolation",
                  name: str | None = "auc", dtype: DTypeLike | None = None,
                  thresholds: float | Sequence[float] | None = None,
                  from_logits: bool = False) -> None:

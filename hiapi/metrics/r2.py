@@ -23,8 +23,8 @@ AGGREGATIONS = ("uniform_average", "variance_weighted_average", None)
 
 
 class R2Score(StatisticsMetric):
-    def __init__(self,
-                 class_aggregation: Literal["uniform_average", "variance_weighted_average"] | None = "uniform_average",
+    def __init__(self, class_aggregation: Literal["uniform_average", "variance_weighted_average",
+                                                  None] = "uniform_average",
                  num_regressors: int = 0, name: str | None = "r2_score",
                  dtype: DTypeLike | None = None) -> None:
         super().__init__(name=name, dtype=dtype)
