@@ -106,7 +106,7 @@ def image_zoo():
 
 
 def sequence_zoo():
-    """Most sequence layers Keras and hiapi share, with random weights."""
+    """Most sequence layers Keras and hiapi share (wrappers too), with random weights."""
     rng = _rng()
     tokens = hiapi.Input((6,))
     x = layers.Embedding(10, 4)(tokens)
@@ -119,6 +119,8 @@ def sequence_zoo():
     x = layers.GaussianNoise(0.1)(x)
     x = layers.SpatialDropout1D(0.2)(x)
     x = layers.SimpleRNN(4, return_sequences=True)(x)
+    x = layers.Bidirectional(layers.GRU(2, return_sequences=True), merge_mode="ave")(x)
+    x = layers.TimeDistributed(layers.Dense(4))(x)
     x = layers.MaxPooling1D(2)(layers.AveragePooling1D(1)(x))
     x = layers.Permute((2, 1))(x)
     x = layers.Reshape((-1,))(x)

@@ -6,13 +6,15 @@ at run time and differ between two builds of one model): a model's layers are th
 ``layers``, each named after its class in snake case, numbered in the order of ``model.layers``
 (``layers/dense``, ``layers/dense_1``, ...), and each object's variables are datasets ``0``,
 ``1``, ... of its ``vars`` group, whose ``name`` attribute holds the layer's name. A recurrent
-layer keeps its variables in its ``cell``; a compiled model's optimizer in ``optimizer/vars``.
+layer keeps its variables in its ``cell``, a wrapper in its sublayers (``forward_layer``,
+``backward_layer``, ``layer``); a compiled model's optimizer in ``optimizer/vars``.
 """
 import re
 
 import numpy as np
 
 from hiapi.layers.input_layer import InputLayer
+from hiapi.saving.keras_archive.layer_config import WRAPPED
 
 RECURRENT = {"LSTM": "lstm_cell", "GRU": "gru_cell", "SimpleRNN": "simple_rnn_cell"}
 
@@ -71,15 +73,24 @@ def write_model(file, model, layers, path=""):
         layer_path = f"{prefix}layers/{group}"
         if isinstance(layer, Model):
             write_model(file, layer, keras_layers(layer), layer_path)
-            continue
-        class_name = type(layer).__name__
-        if class_name in RECURRENT:
-            write_vars(file, f"{layer_path}/vars", layer.name, [])
-            write_vars(file, variables_path(layer_path, class_name), RECURRENT[class_name],
-                       [v.numpy() for v in layer.weights])
         else:
-            write_vars(file, variables_path(layer_path, class_name), layer.name,
-                       [v.numpy() for v in layer.weights])
+            write_layer(file, layer, layer_path)
+
+
+def write_layer(file, layer, layer_path):
+    class_name = type(layer).__name__
+    wrapped = WRAPPED.get(class_name, {})
+    if class_name in RECURRENT or wrapped:
+        write_vars(file, f"{layer_path}/vars", layer.name, [])
+    if class_name in RECURRENT:
+        write_vars(file, variables_path(layer_path, class_name), RECURRENT[class_name],
+                   [v.numpy() for v in layer.weights])
+    elif wrapped:
+        for attribute in wrapped.values():
+            write_layer(file, getattr(layer, attribute), f"{layer_path}/{attribute}")
+    else:
+        write_vars(file, variables_path(layer_path, class_name), layer.name,
+                   [v.numpy() for v in layer.weights])
 
 
 def write_optimizer(file, optimizer, values):
@@ -105,10 +116,17 @@ def read_model(file, model, filepath, path=""):
         if isinstance(layer, Model):
             read_model(file, layer, filepath, layer_path)
             continue
-        values = read_vars(file, variables_path(layer_path, type(layer).__name__))
-        if isinstance(layer, InputLayer) and not values:
-            continue
-        assign(layer, values, filepath, layer_path)
+        if not isinstance(layer, InputLayer):
+            read_layer(file, layer, filepath, layer_path)
+
+
+def read_layer(file, layer, filepath, layer_path):
+    wrapped = WRAPPED.get(type(layer).__name__, {})
+    for attribute in wrapped.values():
+        read_layer(file, getattr(layer, attribute), filepath, f"{layer_path}/{attribute}")
+    if not wrapped:
+        assign(layer, read_vars(file, variables_path(layer_path, type(layer).__name__)),
+               filepath, layer_path)
 
 
 def assign(layer, values, filepath, layer_path):

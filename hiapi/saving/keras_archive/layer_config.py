@@ -17,9 +17,13 @@ HIAPI_SUGGESTION = "save it to a '.hiapi' file instead (hiapi's native format ke
 OBJECT_MODULES = {"_initializer": "keras.initializers", "_regularizer": "keras.regularizers",
                   "_constraint": "keras.constraints"}
 _NO_ARGUMENTS = {"Zeros", "Ones", "Identity"}
-# Keras nests these layers' sublayers in their config and weights (forward_layer/cell/vars,
-# query_dense/vars, ...), a layout hiapi does not translate yet: refused by name both ways.
-NESTED = {"Bidirectional", "TimeDistributed", "MultiHeadAttention"}
+# Wrappers: config key -> the attribute holding that sublayer (its config is a Keras object,
+# its weights sit under the attribute's name, e.g. bidirectional/forward_layer/cell/vars).
+WRAPPED = {"Bidirectional": {"layer": "forward_layer", "backward_layer": "backward_layer"},
+           "TimeDistributed": {"layer": "layer"}}
+# Keras builds these layers' sublayers itself (query_dense/vars, ...), a layout hiapi does not
+# translate yet: refused by name both ways.
+NESTED = {"MultiHeadAttention"}
 
 
 def keras_object(module, class_name, config):
@@ -97,6 +101,8 @@ def to_keras(layer):
                                  f"(it is {value!r} here); {HIAPI_SUGGESTION}")
             continue
         config[key] = _to_keras_value(key, value)
+    for key, attribute in WRAPPED.get(class_name, {}).items():
+        config[key] = to_keras(getattr(layer, attribute))
     return keras_object("keras.layers", class_name, config)
 
 
@@ -122,6 +128,13 @@ def _from_keras_value(key, value):
     return {"class_name": value["class_name"], "config": value["config"]}
 
 
+def _sublayer_from_keras(entry, get_class, filepath):
+    """A wrapped layer's Keras object as hiapi's ``{"class_name", "config"}`` (what the
+    wrapper's ``from_config`` takes)."""
+    layer = from_keras(entry, get_class, filepath)
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
 def from_keras(entry, get_class, filepath):
     """A hiapi layer from a Keras layer entry of ``config.json``."""
     class_name, config = entry["class_name"], entry["config"]
@@ -141,7 +154,9 @@ def from_keras(entry, get_class, filepath):
             raise ValueError(f"{filepath}: layer {name!r} ({class_name}) has {key}={value!r}, "
                              f"which hiapi's {cls.__name__} does not support")
         try:
-            arguments[key] = _from_keras_value(key, value)
+            arguments[key] = _sublayer_from_keras(value, get_class, filepath) \
+                if key in WRAPPED.get(class_name, {}) and value is not None \
+                else _from_keras_value(key, value)
         except ValueError as error:
             raise ValueError(f"{filepath}: layer {name!r} ({class_name}) argument {key!r}: "
                              f"{error}") from None

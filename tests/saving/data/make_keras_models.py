@@ -73,6 +73,16 @@ def multi_output():
                                                 rng.integers(0, 4, n), rng.normal(size=(n, 6))]
 
 
+def wrappers():
+    inputs = keras.Input((5, 3))
+    x = layers.Bidirectional(layers.LSTM(3, return_sequences=True))(inputs)
+    x = layers.TimeDistributed(layers.Dense(4, activation="relu"))(x)
+    x = layers.Bidirectional(layers.GRU(2), merge_mode="sum")(x)
+    model = keras.Model(inputs, layers.Dense(2)(x), name="wrappers")
+    model.compile(optimizer="adam", loss="mse")
+    return model, (3, 5, 3), lambda n: rng.normal(size=(n, 2))
+
+
 def inputs_like(shapes):
     if isinstance(shapes, list):
         return [inputs_like(s) for s in shapes]
@@ -82,7 +92,7 @@ def inputs_like(shapes):
 def main():
     (HERE / "keras").mkdir(exist_ok=True)
     out = {"keras_version": np.array(keras.__version__)}
-    for build in (mlp, mnist_convnet, batch_norm, recurrent, multi_output):
+    for build in (mlp, mnist_convnet, batch_norm, recurrent, multi_output, wrappers):
         model, shapes, targets = build()
         x = inputs_like(shapes)
         n = len(x[0]) if isinstance(x, list) else len(x)
