@@ -14,15 +14,17 @@ pairs' partial sums are exact; floating-point order differs). The whole Variable
 from the slices at each epoch end and at the end of ``fit`` (an allgather per sliced weight),
 so validation, ``evaluate``, ``predict``, ``get_weights`` and ``save_weights`` see the trained
 model on every rank. ``mpiexec -n D*T`` runs D data-parallel replicas of the T-way split (a
-plain data-parallel ``Strategy`` over each part's replicas reduces its gradients). Not yet:
-saving the optimizer state (``model.save`` under this strategy needs
-``include_optimizer=False``; ``BackupAndRestore`` is refused) and combining with pipeline
-parallelism.
+plain data-parallel ``Strategy`` over each part's replicas reduces its gradients). Saving joins
+the optimizer state's slices too (``SlicedOptimizerState``), so rank 0 writes the file one
+process would, and ``BackupAndRestore`` hands each rank its slices back. Not yet: combining
+with pipeline parallelism.
 """
+import copy
+
 import numpy as np
 
 from hiapi.backends import get_backend
-from hiapi.graph import Function, grad
+from hiapi.graph import Function, Variable, grad
 from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
 from hiapi.distribute.strategy import Strategy
 from hiapi.distribute.tensor_parallel import ops as tp_ops
@@ -31,18 +33,64 @@ from hiapi.models import steps
 from hiapi.models.distribution import LOCAL
 
 
-class UnsavedOptimizerState:
-    """Stands in for the optimizer's consolidation: saving the sliced state is not done yet."""
+class SlicedOptimizerState:
+    """The optimizer state of split weights, whole for a file. ``consolidate`` (a collective
+    of the tensor-parallel group, run by the checkpoint callbacks and at the end of ``fit``)
+    joins each slot's slices in the order an unsharded optimizer builds its slots; ``restore``
+    gives each rank its slice of a whole state."""
+
+    def __init__(self, strategy, model):
+        self.strategy, self.model = strategy, model
+        self._snapshot = None
+
+    def _full_order(self, optimizer):
+        variables = list(self.model.trainable_weights)
+        stand_ins = [Variable(np.zeros((1,) * len(v.shape), v.dtype), name=v.name)
+                     for v in variables]
+        clone = copy.copy(optimizer)
+        clone._slots, clone.built = {}, False
+        clone.build(stand_ins)
+        real = {id(s): v for s, v in zip(stand_ins, variables)}
+        return [(real[variable_id], slot) for variable_id, slot in clone._slots]
+
+    def consolidate(self, optimizer):
+        slices = self.strategy.rewrite.slices
+        state = [optimizer.iterations.numpy()]
+        for whole, slot_name in self._full_order(optimizer):
+            if id(whole) in slices:
+                _, local, axis = slices[id(whole)]
+                state.append(self.strategy.join(optimizer.get_slot(local, slot_name).numpy(),
+                                                whole.shape, axis))
+            else:
+                state.append(optimizer.get_slot(whole, slot_name).numpy())
+        self._snapshot = (int(state[0]), state)
 
     def consolidated_state(self, optimizer, what):
-        raise NotImplementedError(
-            f"{what}: saving the optimizer state of a model trained with "
-            f"Strategy(tensor_parallel=...) is not supported yet (each rank holds slices of it); "
-            f"use model.save(..., include_optimizer=False) or save_weights")
+        if self._snapshot is None or self._snapshot[0] != int(optimizer.iterations.numpy()):
+            raise RuntimeError(
+                f"{what}: with Strategy(tensor_parallel=...) each rank holds slices of the "
+                f"optimizer state, so they must be joined first, on every rank: ModelCheckpoint, "
+                f"BackupAndRestore and the end of fit do it; elsewhere call "
+                f"strategy.consolidate(model) on every rank first (or save with "
+                f"include_optimizer=False)")
+        return self._snapshot[1]
 
     def restore(self, optimizer, values, filepath):
-        raise NotImplementedError(f"{filepath}: restoring optimizer state under "
-                                  f"Strategy(tensor_parallel=...) is not supported yet")
+        order = self._full_order(optimizer)
+        if len(values) != len(order) + 1:
+            raise ValueError(f"{filepath}: the optimizer state has {len(values)} variables, "
+                             f"the model's {type(optimizer).__name__} has {len(order) + 1}")
+        optimizer.iterations.assign(values[0])
+        slices = self.strategy.rewrite.slices
+        for (whole, slot_name), value in zip(order, values[1:]):
+            if tuple(value.shape) != whole.shape:
+                raise ValueError(f"{filepath}: slot {slot_name!r} of {whole.name!r} has shape "
+                                 f"{tuple(value.shape)}, the variable {whole.shape}")
+            if id(whole) in slices:
+                _, local, axis = slices[id(whole)]
+                optimizer.get_slot(local, slot_name).assign(self.strategy.own_slice(value, axis))
+            else:
+                optimizer.get_slot(whole, slot_name).assign(value)
 
 
 class TensorParallelStrategy(Strategy):
@@ -69,6 +117,7 @@ class TensorParallelStrategy(Strategy):
                                              self.part)
         self.pairs = 0
         self._slice_pending = False
+        self.optimizer_state = None
 
     def train_function(self, model, xs, ys, weighted=False):
         """The model's train step, traced whole, rewritten into this rank's slices."""
@@ -91,7 +140,8 @@ class TensorParallelStrategy(Strategy):
         updates = model.optimizer.get_updates(gradients, params) + \
             [(variable, value) for (variable, _), value in zip(state.updates, update_values)]
         if self.rewrite.slices:
-            model.optimizer.sharded_by = UnsavedOptimizerState()
+            self.optimizer_state = SlicedOptimizerState(self, model)
+            model.optimizer.sharded_by = self.optimizer_state
         self._model = model
         return Function(feeds + model.optimizer.step_inputs() + self.step_inputs(), results,
                         updates,
@@ -130,21 +180,27 @@ class TensorParallelStrategy(Strategy):
         model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
         self._slice_pending = True
 
+    def own_slice(self, whole, axis):
+        """This rank's part of a whole array, as the rewrite cut it."""
+        return np.array_split(whole, self.tensor_parallel, axis=axis)[self.part]
+
+    def join(self, local, shape, axis):
+        """The whole array from every part's slice (an allgather in the tensor group)."""
+        pieces, sizes = self.tensor_communicator.allgather(
+            np.ascontiguousarray(np.moveaxis(local, axis, 0)).reshape(-1))
+        parts = np.split(pieces, np.cumsum(sizes)[:-1])
+        shapes = [np.moveaxis(p, axis, 0).shape for p in
+                  np.array_split(np.empty(shape, np.int8), self.tensor_parallel, axis=axis)]
+        return np.concatenate([np.moveaxis(part.reshape(s), 0, axis)
+                               for part, s in zip(parts, shapes)], axis=axis)
+
     def _slice_whole_into_local(self):
         for whole, local, axis in self.rewrite.slices.values():
-            local.assign(np.array_split(whole.numpy(), self.tensor_parallel,
-                                        axis=axis)[self.part])
+            local.assign(self.own_slice(whole.numpy(), axis))
 
     def _gather_local_into_whole(self):
         for whole, local, axis in self.rewrite.slices.values():
-            pieces, sizes = self.tensor_communicator.allgather(
-                np.ascontiguousarray(np.moveaxis(local.numpy(), axis, 0)).reshape(-1))
-            parts = np.split(pieces, np.cumsum(sizes)[:-1])
-            split_shapes = [np.moveaxis(p, axis, 0).shape for p in
-                            np.array_split(whole.numpy(), self.tensor_parallel, axis=axis)]
-            whole.assign(np.concatenate([np.moveaxis(part.reshape(shape), 0, axis)
-                                         for part, shape in zip(parts, split_shapes)],
-                                        axis=axis))
+            whole.assign(self.join(local.numpy(), whole.shape, axis))
 
     def reduce_totals(self, compiled):
         """End of an epoch's training: a replica's parts logged the same totals, which are
@@ -155,7 +211,11 @@ class TensorParallelStrategy(Strategy):
         self._gather_local_into_whole()
 
     def consolidate(self, model):
+        """Whole weights from the slices and, for a save, the whole optimizer state (a
+        collective: the checkpoint callbacks and the end of ``fit`` run it on every rank)."""
         self._gather_local_into_whole()
+        if self.optimizer_state is not None and model.optimizer.built:
+            self.optimizer_state.consolidate(model.optimizer)
 
 
 def _grid(communicator, part, replica):

@@ -65,7 +65,7 @@ def train(out, schedule, kind, micro_batches):
     rank = strategy.rank if strategy else 0
     np.savez(f"{out}/{schedule}_{rank}.npz", *model.get_weights())
     if rank == 0:                       # rank 0 alone, after fit: gathers nothing itself
-        model.save(f"{out}/{schedule}.hiapi", include_optimizer=schedule != "tensor")
+        model.save(f"{out}/{schedule}.hiapi")
     with open(f"{out}/{schedule}_{rank}.json", "w") as handle:
         json.dump({"history": history.history, "evaluate": logs,
                    "explain": None if strategy is None else {"pairs": strategy.pairs}
