@@ -84,7 +84,8 @@ def test_scratch_is_planned_apart_from_live_values_and_changes_no_number(on_back
         np.testing.assert_array_equal(a, b)
     plan, index = executable.plan, {v: i for i, v in enumerate(executable.order)}
     kinds = {v.op.name for v in plan.scratch}
-    assert {"conv2d", "conv2d_filter_grad", "conv2d_input_grad"} <= kinds
+    assert {"conv2d_filter_grad", "conv2d_input_grad"} <= kinds
+    assert kinds & {"conv2d", "conv2d_epilogue"}         # the forward, fused with its bias or not
     for var, offset in plan.scratch.items():
         size, step = executable.scratch[var], index[var]
         assert offset + size <= plan.arena_bytes
@@ -97,3 +98,30 @@ def test_scratch_is_planned_apart_from_live_values_and_changes_no_number(on_back
     assert plan.lower_bound <= plan.arena_bytes
     rows = memory_rows(unplanned)
     assert rows["scratch"] == sum(unplanned.scratch.values()) > 0
+
+
+def test_memory_budget_counts_kernel_scratch(monkeypatch):
+    """A budget between the default plan's activations and its activations plus scratch must
+    not be met by the default plan: the arena the step really allocates is over it."""
+    monkeypatch.delenv("HIAPI_MEMORY", raising=False)
+
+    def compiled(**memory):
+        hiapi.utils.set_random_seed(0)
+        model = hiapi.Sequential([hiapi.Input(shape=(16, 16, 8))] +
+                                 [layers.Conv2D(8, 3, padding="same", activation="relu")
+                                  for _ in range(4)] +
+                                 [layers.GlobalAveragePooling2D(), layers.Dense(4)])
+        model.compile("sgd", "sparse_categorical_crossentropy", **memory)
+        model.train_on_batch(np.ones((16, 16, 16, 8), np.float32), np.arange(16) % 4)
+        step = [f for key, f in model._step_functions.items() if key[0] == "train"][-1]
+        return list(step._executables.values())[-1]
+
+    everything = compiled(memory_budget="1GB").plan         # the least recomputation: none
+    assert everything.scratch_bytes > 0
+    budget = everything.activation_bytes + everything.scratch_bytes // 2
+    try:
+        fitted = compiled(memory_budget=budget).plan
+    except ValueError as error:                             # or no plan is small enough
+        assert "no recomputation plan fits" in str(error)
+    else:
+        assert fitted.arena_bytes <= budget

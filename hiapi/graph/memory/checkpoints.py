@@ -18,17 +18,19 @@ gives every segment the same length. Here, instead:
   a budget; here the segments are grown greedily under it).
 
 Each allowance gives a candidate plan; every candidate is scheduled and planned for the real
-shapes, and ``choose`` takes the smallest arena whose recomputation costs at most
-``MAX_EXTRA_FORWARD`` of the forward pass's FLOPs (or, for a byte budget, the least
-recomputation whose arena fits).
+shapes, kernel scratch included (``scratch.py``: a budget means real bytes), and ``choose``
+takes the smallest arena whose recomputation costs at most ``MAX_EXTRA_FORWARD`` of the
+forward pass's FLOPs (or, for a byte budget, the least recomputation whose arena fits).
 """
 import math
 from dataclasses import dataclass
 
+from hiapi.backends import get_backend
 from hiapi.graph.memory import sublinear
 from hiapi.graph.memory.backward_order import order_updates
 from hiapi.graph.memory.cost import flops
 from hiapi.graph.memory.planner import plan_memory
+from hiapi.graph.memory.scratch import place_scratch, scratch_requests
 from hiapi.graph.op import Spec
 from hiapi.graph.ops.sources import Placeholder
 from hiapi.graph.schedule import execution_order, topological_order
@@ -120,6 +122,8 @@ def _plan(forward, rest, updates, fed, keep, per_use, allowance):
     order = execution_order(all_roots)
     specs = infer_specs(order, fed)
     plan = plan_memory(order, specs, all_roots)
+    # the kernels' scratch too, as the executable will plan it: a budget is in real bytes
+    place_scratch(plan, order, scratch_requests(order, specs, get_backend()))
     extra = sum(flops(v, specs) for v in order if v.recompute)
     return Candidate(new_rest, new_updates, copies, plan.arena_bytes, plan.lower_bound, extra,
                      allowance)

@@ -29,8 +29,8 @@ def scratch_requests(order, specs, backend):
 
 def place_scratch(plan, order, requests):
     """Give each request an arena offset free during its step; grows ``plan.arena_bytes``
-    where one does not fit and raises ``plan.lower_bound`` to the peak of live values plus the
-    step's scratch."""
+    where one does not fit, raises ``plan.lower_bound`` to the peak of live values plus the
+    step's scratch and adds the requests to ``plan.upper_bound``."""
     index = {var: i for i, var in enumerate(order)}
     owners = list(plan.offsets)
     starts = [plan.intervals[v].start for v in owners]
@@ -50,6 +50,7 @@ def place_scratch(plan, order, requests):
     plan.scratch_bytes = plan.arena_bytes - plan.activation_bytes
     plan.largest_scratch = max(requests.values(), default=0)
     plan.lower_bound = max(plan.lower_bound, _peak_with_scratch(plan, owners, index, requests))
+    plan.upper_bound += sum(requests.values())       # every request its own buffer too
     return plan
 
 
