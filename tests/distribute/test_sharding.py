@@ -70,6 +70,9 @@ def test_sharded_training_saving_and_resuming_equal_one_process_with_1_over_n_of
     assert max(per_rank) <= 1.1 * total_slot_bytes / ranks    # measured: 1.00 (n=2), 1.06 (n=4)
     for report in reports:         # stage 2: gradients reduced to their owner, not allreduced
         assert report["calls"]["iallreduce"] == 0 and report["calls"]["ireduce"] > 0
+        # memory_report() shows this rank's share (slots and the step counter), in MiB
+        assert report["report_optimizer_mib"] == pytest.approx(
+            (report["slot_bytes"] + 8) / 2**20, abs=0.006)
 
 
 def test_owners_are_whole_variables_balanced_by_size():

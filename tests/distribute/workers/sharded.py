@@ -68,6 +68,9 @@ if __name__ == "__main__":
     optimizer = model.optimizer
     slot_bytes = sum(v.numpy().nbytes for v in optimizer.variables
                      if v is not optimizer.iterations)
+    lines = []                           # what memory_report() says this rank holds
+    model.memory_report(print_fn=lines.append)
+    report_line = next(line for line in lines[0].splitlines() if "optimizer state" in line)
     if strategy.is_chief:               # rank 0 alone, after fit: the usual script
         model.save(f"{out}/model.hiapi")
     np.savez(f"{out}/weights_{strategy.rank}.npz", *model.get_weights())
@@ -80,4 +83,5 @@ if __name__ == "__main__":
                 callbacks=[hiapi.callbacks.BackupAndRestore(f"{out}/backup")])
     np.savez(f"{out}/resumed_{strategy.rank}.npz", *resumed.get_weights())
     with open(f"{out}/slots_{strategy.rank}.json", "w") as handle:
-        json.dump({"slot_bytes": slot_bytes, "calls": calls}, handle)
+        json.dump({"slot_bytes": slot_bytes, "calls": calls,
+                   "report_optimizer_mib": float(report_line.split()[-2])}, handle)
