@@ -6,7 +6,6 @@ so im2col + GEMM is used for every shape.
 """
 from numba import njit, prange
 
-from hiapi.backends import conv_epilogue
 from hiapi.backends.numba_backend import backend
 from hiapi.backends.numpy_backend.im2col import register_conv_kernels
 
@@ -75,4 +74,3 @@ def col2im(cols, shape, out, spare=None):
 
 
 register_conv_kernels(backend, im2col, col2im)
-conv_epilogue.register(backend)      # around numba's conv2d, not the inherited numpy one
