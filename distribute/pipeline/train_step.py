@@ -26,6 +26,12 @@ class PipelineTrainStep:
         self.comm = strategy.pipeline_comm                    # None in one process
         self.stats = strategy.pipeline_stats
 
+    @property
+    def _executables(self):
+        """The stage's compiled backward (the program holding its activations), for
+        ``model.memory_report()``: each rank reports its own stage's plan."""
+        return self.stage.backward._executables
+
     def __call__(self, *arguments):
         n_feed = self.n_inputs + self.n_targets + self.n_weights
         feed, optimizer_values = arguments[:n_feed], arguments[n_feed:]

@@ -63,11 +63,15 @@ def train(out, schedule, kind, micro_batches):
     history = model.fit(x, y, batch_size=batch_size, epochs=2, verbose=0, validation_split=0.25)
     logs = model.evaluate(x, y, verbose=0, return_dict=True)
     rank = strategy.rank if strategy else 0
+    report = []
+    model.memory_report(print_fn=report.append)      # this rank's stage (or the whole step)
+    arena_mib = float(next(line for line in report[0].splitlines()
+                           if "planned (arena)" in line).split()[-2])
     np.savez(f"{out}/{schedule}_{rank}.npz", *model.get_weights())
     if rank == 0:                       # rank 0 alone, after fit: gathers nothing itself
         model.save(f"{out}/{schedule}.hiapi")
     with open(f"{out}/{schedule}_{rank}.json", "w") as handle:
-        json.dump({"history": history.history, "evaluate": logs,
+        json.dump({"history": history.history, "evaluate": logs, "arena_mib": arena_mib,
                    "explain": None if strategy is None else {"pairs": strategy.pairs}
                    if schedule == "tensor" else strategy.explain(print_fn=lambda text: None)},
                   handle, default=float)
