@@ -129,5 +129,8 @@ def concatenate(out, *xs, axis):
 
 @register("random_uniform")
 def random_uniform(out, like, counter, seed):
-    from hiapi.graph.ops.random import splitmix64_uniform
-    out[...] = splitmix64_uniform(np, out.shape, seed, int(counter))
+    from hiapi.graph.ops.random import splitmix64_uniform, splitmix64_uniform_into
+    if out.flags.c_contiguous:          # planned buffers are: bounded temporaries, in chunks
+        splitmix64_uniform_into(out, seed, int(counter))
+    else:
+        out[...] = splitmix64_uniform(np, out.shape, seed, int(counter))

@@ -125,3 +125,40 @@ def test_memory_budget_counts_kernel_scratch(monkeypatch):
         assert "no recomputation plan fits" in str(error)
     else:
         assert fitted.arena_bytes <= budget
+
+
+@pytest.mark.parametrize("on_backend", BACKENDS, indirect=True)
+def test_a_step_allocates_no_array_memory_outside_the_plan(on_backend):
+    """What the kernels use beyond the arena is bounded by a chunk (fused programs, dropout's
+    random numbers, ufunc buffers), not proportional to the 4 MiB activations: traced by
+    tracemalloc, which sees numpy's array allocations."""
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    mlp = hiapi.Sequential([hiapi.Input(shape=(512,)), layers.Dense(512, activation="relu"),
+                            layers.Dropout(0.5), layers.Dense(512, activation="tanh"),
+                            layers.Dense(10)])
+    cnn = hiapi.Sequential([hiapi.Input(shape=(32, 32, 3)),
+                            layers.Conv2D(32, 3, padding="same", activation="relu"),
+                            layers.Conv2D(32, 3, strides=2, activation="relu"),
+                            layers.Dropout(0.3), layers.GlobalAveragePooling2D(),
+                            layers.Dense(10)])
+    for model, shape in ((mlp, (2048, 512)), (cnn, (32, 32, 32, 3))):
+        x, y = rng.normal(size=shape).astype(np.float32), np.arange(shape[0]) % 10
+        model.compile("adam", hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.train_on_batch(x, y)
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            model.train_on_batch(x, y)
+            peak = tracemalloc.get_traced_memory()[1] - start
+        finally:
+            tracemalloc.stop()
+        assert peak < 2 * 2**20, f"{model.layers[0].name}: a step allocated {peak:,} bytes"
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (3, 40_000), (70_001,)])
+def test_chunked_random_numbers_are_the_reference_ones(shape):
+    from hiapi.graph.ops.random import splitmix64_uniform, splitmix64_uniform_into
+    out = np.empty(shape, np.float32)
+    splitmix64_uniform_into(out, 7, 3, chunk=1000)
+    assert out.tobytes() == splitmix64_uniform(np, shape, 7, 3).tobytes()
