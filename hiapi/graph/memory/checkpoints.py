@@ -36,6 +36,7 @@ from hiapi.graph.ops.sources import Placeholder
 from hiapi.graph.schedule import execution_order, topological_order
 
 CHEAP_FLOPS_PER_ELEMENT = 64     # a 3x3 convolution over 3 channels costs 54
+GEMMS = ("matmul", "conv2d")
 MAX_EXTRA_FORWARD = 0.75         # recomputation of "sublinear": at most 3/4 of a forward pass
 ALLOWANCES = 32                  # candidate allowances tried, geometric from one value to all
 
@@ -78,8 +79,7 @@ def evaluate(forward, rest, updates, fed):
     values = sublinear.forward_values(forward)
     needed = _needed(forward, list(rest) + [v for _, v in updates])
     nbytes = {v: _nbytes(specs[v]) for v in values}
-    cheap = {v: flops(v, specs) <= CHEAP_FLOPS_PER_ELEMENT * max(math.prod(specs[v].shape), 1)
-             for v in values}
+    cheap = {v: _cheap(v, specs) for v in values}
     stored = [nbytes[v] for v in values if v in needed]
     low, high = max(stored, default=1), max(sum(stored), 1)
     allowances = [low * (high / low) ** (k / (ALLOWANCES - 1)) for k in range(ALLOWANCES)]
@@ -110,6 +110,17 @@ def select(values, needed, cheap, nbytes, allowance):
             else:
                 segment += nbytes[var]
     return keep, per_use
+
+
+def _cheap(var, specs):
+    """Recomputing it costs about what keeping it would save in memory traffic: elementwise
+    programs, views, and products over few inputs per output (a first convolution on RGB).
+    Ops whose cost is not modelled count as expensive, so they are never recomputed per use."""
+    op = var.op
+    if op.view_of is not None or op.elementwise or op.name == "fused_elementwise":
+        return True
+    return op.name in GEMMS and \
+        flops(var, specs) <= CHEAP_FLOPS_PER_ELEMENT * max(math.prod(specs[var].shape), 1)
 
 
 def _plan(forward, rest, updates, fed, keep, per_use, allowance):
