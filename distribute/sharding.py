@@ -135,6 +135,19 @@ def assign_owners(variables, size):
     return owners
 
 
+def unsharded_slot_order(optimizer, variables):
+    """``(variable, slot_name)`` of every slot an unsharded ``optimizer`` would build for
+    ``variables``, in its order (the order of a model file): a shallow copy of the optimizer
+    builds its slots on one-element stand-ins, so nothing of real size is allocated."""
+    stand_ins = [Variable(np.zeros((1,) * len(v.shape), v.dtype), name=v.name)
+                 for v in variables]
+    clone = copy.copy(optimizer)
+    clone._slots, clone.built = {}, False
+    clone.build(stand_ins)
+    real = {id(s): v for s, v in zip(stand_ins, variables)}
+    return [(real[variable_id], slot_name) for variable_id, slot_name in clone._slots]
+
+
 def _count(variable):
     count = 1
     for dim in variable.shape:
@@ -235,16 +248,7 @@ class OptimizerSharding:
 
     # ---- saving and restoring --------------------------------------------------------------
     def _full_order(self, optimizer):
-        """``(variable, slot_name)`` of every slot, in the order an unsharded optimizer builds
-        them: a shallow copy of the optimizer builds its slots on one-element stand-ins."""
-        variables = self._trained
-        stand_ins = [Variable(np.zeros((1,) * len(v.shape), v.dtype), name=v.name)
-                     for v in variables]
-        clone = copy.copy(optimizer)
-        clone._slots, clone.built = {}, False
-        clone.build(stand_ins)
-        real = {id(s): v for s, v in zip(stand_ins, variables)}
-        return [(real[variable_id], slot_name) for variable_id, slot_name in clone._slots]
+        return unsharded_slot_order(optimizer, self._trained)
 
     def consolidate(self, optimizer, root=0):
         """Collective: ``root`` receives the whole optimizer state (the unsharded order:

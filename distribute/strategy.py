@@ -251,11 +251,15 @@ class Strategy:
     # ---- fit integration -----------------------------------------------------------------
     def begin(self, model):
         self._check_same_model(model)
-        variables = self.sharding.begin_variables(model) if self.sharding else \
-            model.weights + model.state_variables + model.optimizer.variables
+        self._start_from_rank_0(model, self.sharding.begin_variables(model) if self.sharding
+                                else model.weights + model.state_variables +
+                                model.optimizer.variables)
+        self._streams_pending = model            # each rank its own dropout masks
+
+    def _start_from_rank_0(self, model, variables):
+        """Rank 0's values of ``variables`` and its batch-order seed, on every rank."""
         for variable in variables:
             self.communicator.bcast(variable.value, root=0)
-        self._streams_pending = model            # each rank its own dropout masks
         seed = np.array([_random.model_shuffle_seed(model)], np.int64)
         model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
 

@@ -17,18 +17,10 @@ layers only: the point of pipelining a model too big for one worker.
 import numpy as np
 
 from hiapi.graph import Function, grad, ops, placeholder
+from hiapi.layers.layer import _unique
 from hiapi.layers.layer_io import not_a_node
 from hiapi.layers.seeded import SeededLayer
 from hiapi.layers.tracing import collect_state
-
-
-def _unique(variables):
-    seen, out = set(), []
-    for v in variables:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
 
 
 class StagePrograms:

@@ -33,12 +33,11 @@ import numpy as np
 
 from hiapi.distribute import sharding
 from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
-from hiapi.distribute.data_agreement import agree_counts
 from hiapi.distribute.pipeline import schedules, split
 from hiapi.distribute.pipeline.stage import StagePrograms
 from hiapi.distribute.pipeline.train_step import PipelineStats, PipelineTrainStep
 from hiapi.distribute.strategy import Strategy
-from hiapi.models import data, steps
+from hiapi.models import steps
 from hiapi.models.distribution import LOCAL
 
 
@@ -169,12 +168,11 @@ class PipelineStrategy(Strategy):
 
     # ---- weights and state between the stages ------------------------------------------------
     def begin(self, model):
+        """Rank 0's weights, layer state, step count and seed everywhere (not the optimizer's
+        slots: each rank holds its own part of them)."""
         self._check_same_model(model)
-        for variable in model.weights + model.state_variables + [model.optimizer.iterations]:
-            self.communicator.bcast(variable.value, root=0)
-        from hiapi import random as _random
-        seed = np.array([_random.model_shuffle_seed(model)], np.int64)
-        model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
+        self._start_from_rank_0(model, model.weights + model.state_variables +
+                                [model.optimizer.iterations])
 
     def _share_weights(self, model):
         """Every stage's weights and layer state, from its rank to all."""
@@ -240,7 +238,6 @@ def _grid(communicator, stage, replica):
     an mpi4py communicator) and this stage's data-parallel group (gradient allreduce)."""
     if communicator.size == 1:
         return None, LocalCommunicator()
-    from mpi4py import MPI
     pipeline = communicator.comm.Split(replica, stage)
     data = communicator.comm.Split(stage, replica)
     return pipeline, (MPICommunicator(data) if data.Get_size() > 1 else LocalCommunicator())

@@ -19,13 +19,12 @@ the optimizer state's slices too (``SlicedOptimizerState``), so rank 0 writes th
 process would, and ``BackupAndRestore`` hands each rank its slices back. Not yet: combining
 with pipeline parallelism.
 """
-import copy
-
 import numpy as np
 
 from hiapi.backends import get_backend
-from hiapi.graph import Function, Variable, grad
+from hiapi.graph import Function, grad
 from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
+from hiapi.distribute.sharding import unsharded_slot_order
 from hiapi.distribute.strategy import Strategy
 from hiapi.distribute.tensor_parallel import ops as tp_ops
 from hiapi.distribute.tensor_parallel.rewrite import TensorParallelRewrite
@@ -44,14 +43,7 @@ class SlicedOptimizerState:
         self._snapshot = None
 
     def _full_order(self, optimizer):
-        variables = list(self.model.trainable_weights)
-        stand_ins = [Variable(np.zeros((1,) * len(v.shape), v.dtype), name=v.name)
-                     for v in variables]
-        clone = copy.copy(optimizer)
-        clone._slots, clone.built = {}, False
-        clone.build(stand_ins)
-        real = {id(s): v for s, v in zip(stand_ins, variables)}
-        return [(real[variable_id], slot) for variable_id, slot in clone._slots]
+        return unsharded_slot_order(optimizer, list(self.model.trainable_weights))
 
     def consolidate(self, optimizer):
         slices = self.strategy.rewrite.slices
@@ -172,12 +164,11 @@ class TensorParallelStrategy(Strategy):
 
     # ---- the whole weights and their slices --------------------------------------------------
     def begin(self, model):
+        """Rank 0's weights, layer state, step count and seed everywhere (not the optimizer's
+        slots: each rank holds its own part of them)."""
         self._check_same_model(model)
-        for variable in model.weights + model.state_variables + [model.optimizer.iterations]:
-            self.communicator.bcast(variable.value, root=0)
-        from hiapi import random as _random
-        seed = np.array([_random.model_shuffle_seed(model)], np.int64)
-        model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
+        self._start_from_rank_0(model, model.weights + model.state_variables +
+                                [model.optimizer.iterations])
         self._slice_pending = True
 
     def own_slice(self, whole, axis):

@@ -3,7 +3,6 @@
 vocabulary), every rank logs the same History, rank 0's file holds the whole optimizer state and a resumed run continues
 exactly; the rewrite finds Megatron's pairs and leaves alone what it cannot split; its two
 collectives pass the finite-difference gradient check."""
-import importlib.util
 import json
 import subprocess
 import sys
