@@ -3,6 +3,7 @@ that neither overlap nor need padding take a faster reshape path."""
 import numpy as np
 
 from hiapi.backends.numpy_backend import backend
+from hiapi.backends.workspace import aligned, take
 from hiapi.backends.numpy_backend.im2col import geometry, windows
 from hiapi.graph.ops import conv_geometry as geo
 
@@ -64,16 +65,34 @@ def _tiled(pool_size, strides, padding):
     return tuple(pool_size) == tuple(strides) and padding == "valid"
 
 
-@register("max_pool_scatter")
-def max_pool_scatter(out, x, g, pool_size, strides, padding):
+def _scatter_scratch(shapes, dtypes, attrs):
+    """Workspace of the tiled gradient: the windows in window order, each window's argmax and
+    one tap's mask (the other paths allocate their own)."""
+    if not _tiled(attrs["pool_size"], attrs["strides"], attrs["padding"]):
+        return 0
+    (n, oh, ow, c), (ph, pw) = shapes[2], attrs["pool_size"]
+    windows_bytes = n * oh * ow * c * ph * pw * dtypes[1].itemsize
+    return aligned(windows_bytes) + aligned(n * oh * ow * c * np.dtype(np.intp).itemsize) + \
+        n * oh * ow * c
+
+
+@register("max_pool_scatter", scratch=_scatter_scratch)
+def max_pool_scatter(out, x, g, pool_size, strides, padding, workspace=None):
     if _tiled(pool_size, strides, padding):
         (ph, pw), (n, oh, ow, c) = pool_size, g.shape
-        first_max = _tiles(x, pool_size, (oh, ow)).argmax(axis=-1)[..., None]
-        spread = np.zeros((n, oh, ow, c, ph * pw), out.dtype)
-        np.put_along_axis(spread, first_max, g[..., None], axis=-1)
+        tiles = take(workspace, (n, oh, ow, c, ph * pw), x.dtype)
+        np.copyto(tiles.reshape(n, oh, ow, c, ph, pw),
+                  x[:, :oh * ph, :ow * pw].reshape(n, oh, ph, ow, pw, c).transpose(
+                      0, 1, 3, 5, 2, 4))
+        at = aligned(tiles.nbytes)
+        first_max = take(workspace, (n, oh, ow, c), np.intp, at)
+        np.argmax(tiles, axis=-1, out=first_max)
+        hit = take(workspace, (n, oh, ow, c), np.bool_, at + aligned(first_max.nbytes))
         out[...] = 0
-        out[:, :oh * ph, :ow * pw] = spread.reshape(n, oh, ow, c, ph, pw).transpose(
-            0, 1, 4, 2, 5, 3).reshape(n, oh * ph, ow * pw, c)
+        for k in range(ph * pw):            # each tap gets the gradient where it is the max
+            i, j = divmod(k, pw)
+            np.equal(first_max, k, out=hit)
+            np.multiply(g, hit, out=out[:, i:oh * ph:ph, j:ow * pw:pw])
         return
     index, padded_shape, origin = _argmax_positions(x, pool_size, strides, padding)
     total = np.bincount(index.ravel(), weights=g.ravel(), minlength=int(np.prod(padded_shape)))
