@@ -60,4 +60,7 @@ def describe(executable):
         return None
     step, parts = found
     what = "; ".join(f"{p.count} {p.kind} {p.nbytes / 2**20:.2f} MiB" for p in parts)
+    scratch = getattr(executable, "scratch", {}).get(executable.order[step], 0)
+    if scratch:                                   # the op's own planned temporaries
+        what += f"; its kernel scratch {scratch / 2**20:.2f} MiB"
     return f"  lower bound is at step {step} ({executable.order[step].op.name}): {what}"
