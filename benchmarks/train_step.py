@@ -1,6 +1,7 @@
 """Train-step time of hiapi (numpy and numba backends) against PyTorch on the CPU, one run.
 
     python benchmarks/train_step.py [--rounds 3] [--steps 20] [--workloads mlp,convnet,cifar]
+                                    [--threads 2]
 
 Needs a CPU build of torch (``pip install torch==2.13.0``). Workloads, SGD with momentum 0.9:
 
@@ -13,11 +14,16 @@ interleaved round by round so that a noisy neighbour hits all of them alike; eve
 warms up, then times ``--steps`` steps. One JSON line per (workload, framework): median and
 min-max step time over all rounds, peak RSS, the ratio of medians to torch from the same run,
 and for the MLP the fraction of this machine's float32 GEMM peak (measured here, numpy).
+Each step's process CPU time is reported too (median, and its ratio to torch's): on a busy
+machine a preempted step stretches in wall time but not in CPU time. With ``--threads 1`` CPU
+time is the work done; with more threads it also counts the time a thread spins waiting for
+the others (OpenBLAS and OpenMP both do), which grows with the load.
 
-Every process gets 2 threads (``OMP_NUM_THREADS``, ``NUMBA_NUM_THREADS``, torch's
-``set_num_threads``) and ``OPENBLAS_THREAD_TIMEOUT=4``: by default OpenBLAS keeps its threads
-spinning for ~2^28 cycles after a GEMM, which on 2 cores takes the CPU away from whatever runs
-next (numba's threads, or the main thread); hiapi's README recommends the setting.
+Every process gets ``--threads`` threads, 2 by default (``OMP_NUM_THREADS``,
+``NUMBA_NUM_THREADS``, torch's ``set_num_threads``) and ``OPENBLAS_THREAD_TIMEOUT=4``: by
+default OpenBLAS keeps its threads spinning for ~2^28 cycles after a GEMM, which on 2 cores
+takes the CPU away from whatever runs next (numba's threads, or the main thread); hiapi sets
+it itself when imported first, the benchmark sets it for every framework alike.
 """
 import argparse
 import json
@@ -86,7 +92,7 @@ def hiapi_step(workload, backend):
 
 def torch_step(workload):
     import torch
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     torch.manual_seed(0)
     model = torch_model(workload)
     shape = INPUT[workload]
@@ -106,12 +112,13 @@ def measure(workload, framework, steps):
     step = torch_step(workload) if framework == "torch" else hiapi_step(workload, framework)
     for _ in range(WARMUP):
         step()
-    times = []
+    times, cpu_times = [], []
     for _ in range(steps):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         step()
         times.append(time.perf_counter() - start)
-    return {"times": times,
+        cpu_times.append(time.process_time() - cpu_start)
+    return {"times": times, "cpu_times": cpu_times,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -131,7 +138,8 @@ MLP_FLOP = 2 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10) * 3   # forward + tw
 
 def run_all(workloads, frameworks, rounds, steps):
     env = {**os.environ, **THREADS}
-    results = {(w, f): {"times": [], "peak_rss_mb": 0.0} for w in workloads for f in frameworks}
+    results = {(w, f): {"times": [], "cpu_times": [], "peak_rss_mb": 0.0}
+               for w in workloads for f in frameworks}
     for _ in range(rounds):
         for workload in workloads:
             for framework in frameworks:
@@ -141,6 +149,7 @@ def run_all(workloads, frameworks, rounds, steps):
                 run = json.loads(out.stdout.strip().splitlines()[-1])
                 total = results[workload, framework]
                 total["times"] += run["times"]
+                total["cpu_times"] += run["cpu_times"]
                 total["peak_rss_mb"] = max(total["peak_rss_mb"], run["peak_rss_mb"])
     return results
 
@@ -151,8 +160,10 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--workloads", default="mlp,convnet,cifar")
     parser.add_argument("--frameworks", default="torch,numpy,numba")
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--one", nargs=2, metavar=("WORKLOAD", "FRAMEWORK"))
     args = parser.parse_args()
+    THREADS["OMP_NUM_THREADS"] = THREADS["NUMBA_NUM_THREADS"] = str(args.threads)
     if args.one:
         print(json.dumps(measure(*args.one, args.steps)))
         return
@@ -163,15 +174,19 @@ def main():
     results = run_all(workloads, frameworks, args.rounds, args.steps)
     for workload in workloads:
         medians = {f: float(np.median(results[workload, f]["times"])) for f in frameworks}
+        cpu = {f: float(np.median(results[workload, f]["cpu_times"])) for f in frameworks}
         for framework in frameworks:
             times = results[workload, framework]["times"]
             line = {"workload": workload, "framework": framework, "batch": BATCH[workload],
                     "median_ms": round(1000 * medians[framework], 2),
                     "min_max_ms": [round(1000 * min(times), 2), round(1000 * max(times), 2)],
-                    "steps_timed": len(times),
+                    "cpu_median_ms": round(1000 * cpu[framework], 2),
+                    "steps_timed": len(times), "threads": args.threads,
+                    "load_average": round(os.getloadavg()[0], 2),
                     "peak_rss_mb": round(results[workload, framework]["peak_rss_mb"], 1)}
             if "torch" in medians:
                 line["over_torch"] = round(medians[framework] / medians["torch"], 3)
+                line["cpu_over_torch"] = round(cpu[framework] / cpu["torch"], 3)
             if workload == "mlp":
                 line["fraction_of_gemm_peak"] = round(MLP_FLOP / medians[framework] / 1e9 / peak,
                                                       3)
