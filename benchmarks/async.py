@@ -157,8 +157,10 @@ def _print_row(model, method, result, sync, target):
     when = f"{reached:6.1f} s" if reached else "  never"
     extra = f"dropped {result['dropped']}, staleness mean {result['staleness']:.2f} max " \
             f"{result['max_staleness']}" if "dropped" in result else ""
+    best = max(accuracy for _, accuracy in result["curve"])
     print(f"{model:4s} {method:9s} workers {result['workers']} lr {result['lr']:.4f}  "
           f"to {target:.0%}: {when} ({ratio} of sync)  final {result['final']:.4f}  "
+          f"best {best:.4f}  "
           f"train {result['train_seconds']:6.1f} s  sent {result['sent'] / 2**20:7.1f} MiB  "
           f"{extra}", flush=True)
 
