@@ -1,10 +1,12 @@
 """Where to cut a Sequential model into pipeline stages.
 
-By default the cut balances estimated cost: each layer's forward FLOPs (from the graph it
-traces, with the cost model the profiler uses, ``hiapi.graph.memory.cost.flops``), times
-three for forward plus backward, and the split minimises the slowest stage (the classic
-linear-partition dynamic programme, exact for contiguous stages). ``pipeline_split=[names]``
-names the first layer of stages 1..K-1 instead.
+By default the cut balances estimated cost: each op of a layer's forward graph costs, on the
+roofline, the larger of its FLOPs (the cost model the profiler uses,
+``hiapi.graph.memory.cost.flops``) and its bytes moved times the machine's ridge point (FLOPs a
+core does in the time it moves a byte: memory-bound pooling, normalisation and elementwise
+layers are not free), times three for forward plus backward. The split minimises the slowest
+stage (the classic linear-partition dynamic programme, exact for contiguous stages).
+``pipeline_split=[names]`` names the first layer of stages 1..K-1 instead.
 """
 import numpy as np
 
@@ -26,8 +28,18 @@ def stage_layers(model):
     return list(stack)
 
 
+# FLOP per byte where the roofline bends, measured on the development machine (133.8 GFLOP/s
+# float32 GEMM against 22.7 GB/s: docs/performance.md); only the ratio between layers matters.
+RIDGE_FLOP_PER_BYTE = 6.0
+
+
+def _nbytes(spec):
+    return int(np.prod(spec.shape)) * spec.dtype.itemsize
+
+
 def layer_costs(layers, input_shape, input_dtype, batch):
-    """Estimated FLOPs of forward plus backward of each layer, for ``batch`` samples."""
+    """Estimated cost (FLOP-equivalents on the roofline) of forward plus backward of each
+    layer, for ``batch`` samples."""
     costs = []
     shape, dtype = (batch,) + tuple(input_shape[1:]), input_dtype
     for layer in layers:
@@ -36,7 +48,10 @@ def layer_costs(layers, input_shape, input_dtype, batch):
             y = layer(x, training=True)
         order = topological_order([y])
         specs = {v: Spec(tuple(v.shape), np.dtype(v.dtype)) for v in order}
-        costs.append(3 * sum(flops(v, specs) for v in order))
+        costs.append(3 * sum(
+            max(flops(v, specs), RIDGE_FLOP_PER_BYTE * (
+                _nbytes(specs[v]) + sum(_nbytes(specs[i]) for i in v.inputs)))
+            for v in order if not v.op.is_source))
         shape, dtype = tuple(y.shape), y.dtype
     return costs
 

@@ -107,7 +107,8 @@ class PipelineStrategy(Strategy):
                                       f"supported with pipeline_stages (each stage sees only "
                                       f"its own gradients); use clipnorm or clipvalue")
         spec = model.input_specs()[0]
-        self.costs = split.layer_costs(layers, spec[0], spec[1], batch=1)
+        micro_batch = max(1, len(xs[0]) // self.micro_batches)   # weights amortise over it
+        self.costs = split.layer_costs(layers, spec[0], spec[1], batch=micro_batch)
         self.starts = split.split_from_names(layers, self.pipeline_split, self.pipeline_stages) \
             if self.pipeline_split is not None and self.pipeline_stages > 1 else \
             split.balanced_split(self.costs, self.pipeline_stages)
@@ -209,7 +210,7 @@ class PipelineStrategy(Strategy):
         report = {"stages": K, "replicas": self.replicas, "micro_batches": M,
                   "schedule": self.schedule_name,
                   "split": [names[a:b] for a, b in zip(bounds, bounds[1:])],
-                  "stage_gflop_per_sample": [c / 1e9 for c in stage_costs],
+                  "stage_gflop_per_micro_batch": [c / 1e9 for c in stage_costs],   # roofline
                   "balance": max(stage_costs) / (sum(stage_costs) / K),
                   "predicted_bubble": schedules.ideal_bubble(K, M),
                   "activations_held": schedules.peak_in_flight(
@@ -222,7 +223,7 @@ class PipelineStrategy(Strategy):
                  + (f", {self.replicas} data-parallel replicas" if self.replicas > 1 else "")]
         for k, (layers, cost) in enumerate(zip(report["split"], stage_costs)):
             lines.append(f"  stage {k}: {len(layers)} layers ({layers[0]} .. {layers[-1]}), "
-                         f"{cost / 1e6:.2f} MFLOP/sample")
+                         f"{cost / 1e6:.2f} MFLOP-equivalent per micro-batch")
         lines.append(f"  slowest stage / mean: {report['balance']:.2f}; predicted bubble "
                      f"(K-1)/(M+K-1) = {report['predicted_bubble']:.3f}")
         if report["measured_bubble_this_rank"] is not None:
