@@ -19,9 +19,11 @@ class LinkCosts:
     ``latency`` holds each algorithm's own time for an 8-byte call: its alpha terms as they
     really run (MPI's C loop for ``native``; 2(P-1) messages plus Python for the ring; two
     fences for shared memory), which no single per-message alpha captures for all of them.
-    ``scale`` holds, per algorithm, its measured per-byte time on one large message over what
-    the formula gives from beta, gamma and copy: what the formula cannot know (MPI's C sum
-    loop is not numpy's SIMD one; P ranks copying at once share memory bandwidth)."""
+    ``middle`` holds each algorithm's time for ``MIDDLE`` bytes, and ``scale`` its measured
+    per-byte time beyond that (up to one large message) over what the formula gives from beta,
+    gamma and copy: what the formula cannot know (MPI's C sum loop is not numpy's SIMD one; P
+    ranks copying at once share memory bandwidth; small messages stay in cache). So each
+    algorithm's line passes through its own three measured points: alpha-beta by pieces."""
     alpha: float        # one point-to-point message (a ring step, from Python)
     beta: float         # seconds per byte of one message while every rank sends at once
     gamma: float        # seconds per byte of a numpy sum (a += b), all ranks at once
@@ -29,9 +31,13 @@ class LinkCosts:
     barrier: float      # one fence among the ranks of a node
     latency: dict = field(default_factory=dict)     # algorithm name -> seconds for 8 bytes
     scale: dict = field(default_factory=dict)       # algorithm name -> measured / modelled
+    middle: dict = field(default_factory=dict)      # algorithm name -> seconds for MIDDLE
 
     def as_dict(self):
         return asdict(self)
+
+
+MIDDLE = 256 << 10      # the message size between latency and bandwidth that is measured too
 
 
 class AllreduceAlgorithm:
@@ -60,16 +66,24 @@ class AllreduceAlgorithm:
 
     def predict(self, nbytes, costs, size=None):
         """Predicted seconds for one call on ``nbytes`` bytes under ``costs``: this algorithm's
-        measured latency (scaled to ``size`` ranks when asked about another count) plus its
-        per-byte time from the alpha-beta model."""
+        measured latency, then the line to its measured ``MIDDLE``-byte time, then its per-byte
+        formula (scaled to what it measured); for another rank count ``size``, the latency
+        scaled by the formula's steps plus the scaled per-byte formula."""
         size = size or self.size
         latency = costs.latency.get(self.name)
         if latency is None:
             latency = costs.alpha * self.latency_steps(self.size)
+        scale = costs.scale.get(self.name, 1.0)
+        middle = costs.middle.get(self.name)
+        if size == self.size and middle is not None:
+            middle = max(middle, latency)
+            if nbytes <= MIDDLE:
+                return latency + (middle - latency) * nbytes / MIDDLE
+            return middle + scale * max(self.bandwidth_time(nbytes, costs, size) -
+                                        self.bandwidth_time(MIDDLE, costs, size), 0.0)
         if size != self.size:
             latency *= self.latency_steps(size) / max(self.latency_steps(self.size), 1)
-        return latency + costs.scale.get(self.name, 1.0) * \
-            self.bandwidth_time(nbytes, costs, size)
+        return latency + scale * self.bandwidth_time(nbytes, costs, size)
 
 
 def flat_view(array, algorithm):

@@ -5,9 +5,9 @@ does) of 8 bytes and of 8 MB give the latency ``alpha`` and the per-byte time ``
 sum and a copy of 16 MB (past the caches, as gradients are), run on every rank at once (so
 ranks sharing cores and memory bandwidth are priced as they will run), give ``gamma`` and
 ``copy``; a few node barriers give ``barrier``; a few 8-byte calls of each candidate
-algorithm give its ``latency`` (its alpha terms as they really run); and three 16 MB calls
-of each give its ``scale``, measured over modelled per-byte time (the candidates' calls are
-interleaved, round by round). Each figure is a median (latencies: the lower quartile) of
+algorithm give its ``latency`` (its alpha terms as they really run), nine 256 KB calls its
+``middle`` time, and three 16 MB calls its ``scale``: measured over modelled per-byte time
+from 256 KB on (the candidates' calls are interleaved, round by round). Each figure is a median (latencies and 256 KB times: the lower quartile) of
 repeats, then the largest over ranks, so every rank holds the same numbers and ``auto`` picks
 the same algorithm everywhere (a different pick on two ranks would deadlock). About 0.3 s on
 two idle ranks.
@@ -17,14 +17,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from hiapi.distribute.algorithms.base import LinkCosts
+from hiapi.distribute.algorithms.base import MIDDLE, LinkCosts
 from hiapi.distribute.algorithms.shared_window import node_communicator
 from hiapi.distribute.ring import _sendrecv
 
 LARGE = 8 << 20              # the ring shift that measures beta
 CALIBRATION = 16 << 20       # each algorithm's one large call: near a 25 MB gradient bucket
-# latencies are the lower quartile of their repeats: on a loaded machine a tiny message's time
-# is mostly waiting for the partner to be scheduled, which the median would price as latency
+# latencies (and 256 KB times) are the lower quartile of their repeats: on a loaded machine a
+# short call's time is mostly waiting for the partner to be scheduled, which the median would
+# price as latency
 LATENCY_QUANTILE = 25
 _measured: dict = {}          # measured link costs, cached per process
 
@@ -67,14 +68,14 @@ def _local_costs(nbytes=16 << 20, repeats=3):
     return gamma, copy
 
 
-def _scales(algorithms, costs, seconds):
-    """Per algorithm: its measured time on ``CALIBRATION`` bytes, less its latency, over the
-    formula's per-byte time."""
+def _scales(algorithms, costs, middle, large):
+    """Per algorithm: its measured time from ``MIDDLE`` to ``CALIBRATION`` bytes over what the
+    formula gives for those bytes."""
     out = {}
-    for algorithm, measured in zip(algorithms, seconds):
-        modelled = algorithm.bandwidth_time(CALIBRATION, costs, algorithm.size)
-        rest = measured - costs.latency[algorithm.name]
-        out[algorithm.name] = max(rest, 0.1 * modelled) / modelled if modelled > 0 else 1.0
+    for algorithm, low, high in zip(algorithms, middle, large):
+        formula = algorithm.bandwidth_time(CALIBRATION, costs, algorithm.size) - \
+            algorithm.bandwidth_time(MIDDLE, costs, algorithm.size)
+        out[algorithm.name] = max(high - low, 0.1 * formula) / formula if formula > 0 else 1.0
     return out
 
 
@@ -96,13 +97,18 @@ def measure(comm, algorithms=(), refresh=False):
     barrier = _median_time(node.Barrier, 20, LATENCY_QUANTILE)
     node.Free()
     latency = _interleaved(algorithms, np.zeros(2, np.float32), 20, LATENCY_QUANTILE)
-    large = _interleaved(algorithms, np.ones(CALIBRATION // 4, np.float32), 3)
+    middle = _interleaved(algorithms, np.ones(MIDDLE // 4, np.float32), 9, LATENCY_QUANTILE)
+    vector = np.ones(CALIBRATION // 4, np.float32)
+    for algorithm in algorithms:                 # first call at this size: buffers, windows
+        algorithm(vector)
+    large = _interleaved(algorithms, vector, 3)
     mine = np.array([small_t, max(large_t - small_t, 0.0) / LARGE, gamma, copy, barrier,
-                     *latency, *large])
+                     *latency, *middle, *large])
     comm.Allreduce(MPI.IN_PLACE, mine, MPI.MAX)
-    values = list(map(float, mine))
-    count = len(algorithms)
-    costs = LinkCosts(*values[:5], latency=dict(zip(key[2], values[5:5 + count])))
-    costs = replace(costs, scale=_scales(algorithms, costs, values[5 + count:]))
+    values, n = list(map(float, mine)), len(algorithms)
+    latency, middle, large = values[5:5 + n], values[5 + n:5 + 2 * n], values[5 + 2 * n:]
+    costs = LinkCosts(*values[:5], latency=dict(zip(key[2], latency)),
+                      middle=dict(zip(key[2], middle)))
+    costs = replace(costs, scale=_scales(algorithms, costs, middle, large))
     _measured[key] = costs
     return costs

@@ -43,6 +43,7 @@ class SharedSlots:
         self.window.Lock_all(MPI.MODE_NOCHECK)
         self.segments = [np.frombuffer(self.window.Shared_query(r)[0], np.uint8,
                                        count=2 * chunk_bytes) for r in range(self.size)]
+        self.segments[self.rank].fill(0)          # fault the pages in now, not in a timed call
         self.chunk_bytes, self.turn, self._views = chunk_bytes, 0, {}
 
     def reserve(self, nbytes):
