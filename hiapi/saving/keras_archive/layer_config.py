@@ -23,7 +23,7 @@ WRAPPED = {"Bidirectional": {"layer": "forward_layer", "backward_layer": "backwa
            "TimeDistributed": {"layer": "layer"}}
 # Keras builds these layers' sublayers itself (query_dense/vars, ...), a layout hiapi does not
 # translate yet: refused by name both ways.
-NESTED = {"MultiHeadAttention"}
+NESTED: set[str] = {"MultiHeadAttention"}
 
 
 def keras_object(module, class_name, config):
