@@ -31,12 +31,16 @@ import warnings
 
 import numpy as np
 
+from hiapi.backends import get_backend
 from hiapi.distribute import sharding
 from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
 from hiapi.distribute.pipeline import schedules, split
 from hiapi.distribute.pipeline.stage import StagePrograms
 from hiapi.distribute.pipeline.train_step import PipelineStats, PipelineTrainStep
 from hiapi.distribute.strategy import Strategy
+from hiapi.distribute.tensor_parallel import ops as tp_ops
+from hiapi.distribute.tensor_parallel.rewrite import TensorParallelRewrite
+from hiapi.distribute.tensor_parallel.strategy import join, own_slice, split_layers
 from hiapi.models import steps
 from hiapi.models.distribution import LOCAL
 
@@ -61,16 +65,17 @@ class PipelineStrategy(Strategy):
         if stages != pipeline_stages or stages < 2:
             raise ValueError(f"Strategy: pipeline_stages must be an integer >= 2, got "
                              f"{pipeline_stages!r}")
-        if tensor_parallel != 1:
-            raise NotImplementedError(
-                f"Strategy(pipeline_stages={pipeline_stages}, tensor_parallel="
-                f"{tensor_parallel!r}): combining pipeline and tensor parallelism is not "
-                f"supported yet; use one of them (each combines with data parallelism)")
-        if self.size > 1 and self.size % stages:
+        parts = int(tensor_parallel)
+        if parts != tensor_parallel or parts < 1:
+            raise ValueError(f"Strategy: tensor_parallel must be a positive integer, got "
+                             f"{tensor_parallel!r}")
+        if self.size > 1 and self.size % (stages * parts):
+            grid = f"{stages}" if parts == 1 else f"{stages}*{parts}"
             raise ValueError(
-                f"Strategy(pipeline_stages={stages}) runs one stage per rank, D copies of the "
-                f"pipeline side by side: start it with mpiexec -n D*{stages} (this job has "
-                f"{self.size} ranks)")
+                f"Strategy(pipeline_stages={stages}"
+                + (f", tensor_parallel={parts}" if parts > 1 else "") +
+                f") runs one stage (x tensor part) per rank, D copies of the pipeline side by "
+                f"side: start it with mpiexec -n D*{grid} (this job has {self.size} ranks)")
         self.schedule_name = schedule
         self.schedule = schedules.get(schedule)
         if self.size == 1:
@@ -78,12 +83,20 @@ class PipelineStrategy(Strategy):
                           f"in this one process (the micro-batches are kept)", UserWarning,
                           stacklevel=2)
         self.requested_stages = stages
-        # the process grid: rank = replica * K + stage; a replica's K stages are neighbours
+        # the process grid: rank = (replica * K + stage) * T + part; a stage's T parts are
+        # neighbours, then a replica's K stages
         self.pipeline_stages = stages if self.size > 1 else 1
-        self.replicas = self.size // self.pipeline_stages
-        self.stage_index, self.replica = divmod(self.rank, self.pipeline_stages)[::-1]
-        self.pipeline_comm, self.data_communicator = _grid(self.communicator, self.stage_index,
-                                                           self.replica)
+        self.tensor_parallel = parts if self.size > 1 else 1
+        self.replicas = self.size // (self.pipeline_stages * self.tensor_parallel)
+        self.part = self.rank % self.tensor_parallel
+        self.stage_index = self.rank // self.tensor_parallel % self.pipeline_stages
+        self.replica = self.rank // (self.tensor_parallel * self.pipeline_stages)
+        self.pipeline_comm, self.data_communicator, self.tensor_communicator = _grid(
+            self.communicator, self.stage_index, self.replica, self.part, self.pipeline_stages,
+            self.tensor_parallel)
+        self.rewrite = TensorParallelRewrite(self.tensor_communicator, self.tensor_parallel,
+                                             self.part) if self.tensor_parallel > 1 else None
+        self._slice_pending = False
         self._replica_share = 1.0
         self.micro_batches = int(micro_batches) if micro_batches is not None else 4 * stages
         if self.micro_batches < 1:
@@ -118,19 +131,24 @@ class PipelineStrategy(Strategy):
             input_spec = _output_spec(layers[bounds[index]:bounds[index + 1]], input_spec)
         own = layers[bounds[self.stage_index]:bounds[self.stage_index + 1]]
         last = self.stage_index == self.pipeline_stages - 1
+        tensor = None
+        if self.rewrite is not None:
+            tp_ops.register_kernels(get_backend())
+            tensor = (self.rewrite, *split_layers(model))
         self.stage = StagePrograms(model, own, self.stage_index, self.pipeline_stages, input_spec,
                                    targets=(model._compiled_targets, ys, weighted) if last
-                                   else None)
-        stage_of = {}
+                                   else None, tensor=tensor)
+        stage_of = {}                 # variable -> the world rank that owns it (replica 0, part 0)
         for index in range(self.pipeline_stages):
             for layer in layers[bounds[index]:bounds[index + 1]]:
                 for variable in layer.weights + layer.state_variables:
-                    stage_of.setdefault(id(variable), index)
+                    stage_of.setdefault(id(variable), index * self.tensor_parallel)
         self._stage_of = stage_of
         self.ownership = StageOwnership(self.communicator, stage_of)
         self.ownership._trained = list(model.trainable_weights)
         self.stage.build_update(model.optimizer)
-        model.optimizer.sharded_by = self.ownership
+        model.optimizer.sharded_by = self.ownership if self.rewrite is None else \
+            UnsavedSlicedState()
         self._model = model
         return PipelineTrainStep(self, self.stage, model._compiled_targets,
                                  (1, len(ys), len(ys) if weighted else 0), self.schedule)
@@ -158,6 +176,10 @@ class PipelineStrategy(Strategy):
         return []
 
     def step_values(self, local_n, global_n):
+        if self._slice_pending:              # first step of fit, after any restore
+            for whole, local, axis in self.rewrite.slices.values():
+                local.assign(own_slice(whole.numpy(), self.tensor_parallel, self.part, axis))
+            self._slice_pending = False
         self.stats.steps += 1
         self._replica_share = local_n / global_n
         return []
@@ -174,11 +196,16 @@ class PipelineStrategy(Strategy):
         self._check_same_model(model)
         self._start_from_rank_0(model, model.weights + model.state_variables +
                                 [model.optimizer.iterations])
+        self._slice_pending = self.rewrite is not None
 
     def _share_weights(self, model):
         """Every stage's weights and layer state, from its rank to all."""
         if self.size == 1 or self.stage is None:
             return
+        if self.rewrite is not None:       # a stage's whole weights from its parts' slices
+            for whole, local, axis in self.rewrite.slices.values():
+                whole.assign(join(self.tensor_communicator, self.tensor_parallel,
+                                  local.numpy(), whole.shape, axis))
         for variable in model.weights + model.state_variables:
             owner = self._stage_of.get(id(variable))
             if owner is not None:
@@ -193,7 +220,7 @@ class PipelineStrategy(Strategy):
 
     def consolidate(self, model):
         self._share_weights(model)
-        if self.ownership is not None and model.optimizer.built:
+        if self.ownership is not None and model.optimizer.built and self.rewrite is None:
             self.ownership.consolidate(model.optimizer)
 
     # ---- explain -----------------------------------------------------------------------------
@@ -208,6 +235,8 @@ class PipelineStrategy(Strategy):
         stage_costs = [sum(self.costs[a:b]) for a, b in zip(bounds, bounds[1:])]
         names = [layer.name for layer in split.stage_layers(self._model)]
         report = {"stages": K, "replicas": self.replicas, "micro_batches": M,
+                  "tensor_parallel": self.tensor_parallel,
+                  "tensor_pairs_this_rank": self.stage.tensor_pairs,
                   "schedule": self.schedule_name,
                   "split": [names[a:b] for a, b in zip(bounds, bounds[1:])],
                   "stage_gflop_per_micro_batch": [c / 1e9 for c in stage_costs],   # roofline
@@ -220,6 +249,8 @@ class PipelineStrategy(Strategy):
                   "peak_held_activation_bytes_this_rank": self.pipeline_stats.peak_held_bytes,
                   "planned_arena_bytes_this_rank": _arena_bytes(self.stage)}
         lines = [f"Pipeline: {K} stages x {M} micro-batches, schedule {self.schedule_name!r}"
+                 + (f", {self.tensor_parallel}-way tensor parallel" if self.tensor_parallel > 1
+                    else "")
                  + (f", {self.replicas} data-parallel replicas" if self.replicas > 1 else "")]
         for k, (layers, cost) in enumerate(zip(report["split"], stage_costs)):
             lines.append(f"  stage {k}: {len(layers)} layers ({layers[0]} .. {layers[-1]}), "
@@ -234,14 +265,32 @@ class PipelineStrategy(Strategy):
         return report
 
 
-def _grid(communicator, stage, replica):
-    """The communicators of the grid: this replica's pipeline (point to point between stages,
-    an mpi4py communicator) and this stage's data-parallel group (gradient allreduce)."""
+class UnsavedSlicedState:
+    """Saving the optimizer state of a pipeline x tensor grid is not done yet."""
+
+    def consolidated_state(self, optimizer, what):
+        raise NotImplementedError(
+            f"{what}: saving the optimizer state under Strategy(pipeline_stages=..., "
+            f"tensor_parallel=...) is not supported yet; use include_optimizer=False or "
+            f"save_weights (each alone supports it)")
+
+    def restore(self, optimizer, values, filepath):
+        self.consolidated_state(optimizer, f"restoring {filepath}")
+
+
+def _grid(communicator, stage, replica, part, stages, parts):
+    """The communicators of the grid: this replica's pipeline for this part (point to point
+    between stages, an mpi4py communicator), this stage-and-part's data-parallel group
+    (gradient allreduce) and this stage's tensor group."""
     if communicator.size == 1:
-        return None, LocalCommunicator()
-    pipeline = communicator.comm.Split(replica, stage)
-    data = communicator.comm.Split(stage, replica)
-    return pipeline, (MPICommunicator(data) if data.Get_size() > 1 else LocalCommunicator())
+        return None, LocalCommunicator(), LocalCommunicator()
+    pipeline = communicator.comm.Split(replica * parts + part, stage)
+    data = communicator.comm.Split(stage * parts + part, replica)
+    tensor = communicator.comm.Split(replica * stages + stage, part)
+
+    def wrap(comm):
+        return MPICommunicator(comm) if comm.Get_size() > 1 else LocalCommunicator()
+    return pipeline, wrap(data), wrap(tensor)
 
 
 def _output_spec(layers, spec):

@@ -115,11 +115,7 @@ class TensorParallelStrategy(Strategy):
         """The model's train step, traced whole, rewritten into this rank's slices."""
         tp_ops.register_kernels(get_backend())
         feeds, results, state = steps._loss_graph(model, xs, ys, weighted, training=True)
-        kernels = {id(layer.kernel) for layer in _layers(model)
-                   if type(layer).__name__ in ("Dense", "Conv2D") and
-                   getattr(layer, "kernel", None) is not None}
-        tables = {id(layer.embeddings) for layer in _layers(model)
-                  if type(layer).__name__ == "Embedding"}
+        kernels, tables = split_layers(model)
         roots = list(results) + [value for _, value in state.updates]
         if self.tensor_parallel > 1:
             roots, self.pairs = self.rewrite.apply(roots, kernels, tables)
@@ -172,18 +168,10 @@ class TensorParallelStrategy(Strategy):
         self._slice_pending = True
 
     def own_slice(self, whole, axis):
-        """This rank's part of a whole array, as the rewrite cut it."""
-        return np.array_split(whole, self.tensor_parallel, axis=axis)[self.part]
+        return own_slice(whole, self.tensor_parallel, self.part, axis)
 
     def join(self, local, shape, axis):
-        """The whole array from every part's slice (an allgather in the tensor group)."""
-        pieces, sizes = self.tensor_communicator.allgather(
-            np.ascontiguousarray(np.moveaxis(local, axis, 0)).reshape(-1))
-        parts = np.split(pieces, np.cumsum(sizes)[:-1])
-        shapes = [np.moveaxis(p, axis, 0).shape for p in
-                  np.array_split(np.empty(shape, np.int8), self.tensor_parallel, axis=axis)]
-        return np.concatenate([np.moveaxis(part.reshape(s), 0, axis)
-                               for part, s in zip(parts, shapes)], axis=axis)
+        return join(self.tensor_communicator, self.tensor_parallel, local, shape, axis)
 
     def _slice_whole_into_local(self):
         for whole, local, axis in self.rewrite.slices.values():
@@ -207,6 +195,33 @@ class TensorParallelStrategy(Strategy):
         self._gather_local_into_whole()
         if self.optimizer_state is not None and model.optimizer.built:
             self.optimizer_state.consolidate(model.optimizer)
+
+
+def own_slice(whole, parts, part, axis):
+    """Part ``part`` of ``parts`` of a whole array, as the rewrite cuts it."""
+    return np.array_split(whole, parts, axis=axis)[part]
+
+
+def join(communicator, parts, local, shape, axis):
+    """The whole array of ``shape`` from every part's slice (an allgather over the tensor
+    group ``communicator``)."""
+    pieces, sizes = communicator.allgather(
+        np.ascontiguousarray(np.moveaxis(local, axis, 0)).reshape(-1))
+    pieces = np.split(pieces, np.cumsum(sizes)[:-1])
+    shapes = [np.moveaxis(p, axis, 0).shape for p in
+              np.array_split(np.empty(shape, np.int8), parts, axis=axis)]
+    return np.concatenate([np.moveaxis(piece.reshape(s), 0, axis)
+                           for piece, s in zip(pieces, shapes)], axis=axis)
+
+
+def split_layers(model):
+    """Ids of the kernels (Dense, Conv2D) and tables (Embedding) the rewrite may split."""
+    kernels = {id(layer.kernel) for layer in _layers(model)
+               if type(layer).__name__ in ("Dense", "Conv2D") and
+               getattr(layer, "kernel", None) is not None}
+    tables = {id(layer.embeddings) for layer in _layers(model)
+              if type(layer).__name__ == "Embedding"}
+    return kernels, tables
 
 
 def _grid(communicator, part, replica):

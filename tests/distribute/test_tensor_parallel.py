@@ -95,8 +95,6 @@ def test_enter_and_leave_parallel_gradients():
 def test_tensor_parallel_errors():
     with pytest.raises(ValueError, match="tensor_parallel must be an integer >= 2"):
         hiapi.distribute.Strategy(tensor_parallel=1.5)
-    with pytest.raises(NotImplementedError, match="combining pipeline and tensor parallelism is not supported yet"):
-        hiapi.distribute.Strategy(pipeline_stages=2, tensor_parallel=2)
 
 
 def test_an_embedding_index_out_of_range_is_still_an_error(tmp_path):

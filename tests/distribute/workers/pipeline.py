@@ -4,7 +4,7 @@ History and evaluate's logs; one process writes the same without either when run
 mpiexec and with ``reference`` as the schedule.
 
 usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|tensor|reference) MODEL(mlp|cnn|embedding) MICRO_BATCHES
-                   [STAGES_OR_TENSOR_PARTS] [BATCH_SIZE]
+                   [STAGES_OR_TENSOR_PARTS] [BATCH_SIZE] [TENSOR_PARTS_PER_STAGE]
 """
 import json
 import sys
@@ -49,10 +49,11 @@ def data(kind):
 def train(out, schedule, kind, micro_batches):
     hiapi.config.set_floatx("float64")
     ranks = int(sys.argv[5]) if len(sys.argv) > 5 else 2
+    parts = int(sys.argv[7]) if len(sys.argv) > 7 else 1       # tensor parts per stage
     strategy = None if schedule == "reference" else \
         hiapi.distribute.Strategy(tensor_parallel=ranks) if schedule == "tensor" else \
         hiapi.distribute.Strategy(pipeline_stages=ranks, micro_batches=micro_batches,
-                                  schedule=schedule)
+                                  schedule=schedule, tensor_parallel=parts)
     scope = strategy.scope() if strategy else _nothing()
     with scope:
         model = make_model(kind)
@@ -69,7 +70,7 @@ def train(out, schedule, kind, micro_batches):
                            if "planned (arena)" in line).split()[-2])
     np.savez(f"{out}/{schedule}_{rank}.npz", *model.get_weights())
     if rank == 0:                       # rank 0 alone, after fit: gathers nothing itself
-        model.save(f"{out}/{schedule}.hiapi")
+        model.save(f"{out}/{schedule}.hiapi", include_optimizer=parts == 1)
     with open(f"{out}/{schedule}_{rank}.json", "w") as handle:
         json.dump({"history": history.history, "evaluate": logs, "arena_mib": arena_mib,
                    "explain": None if strategy is None else {"pairs": strategy.pairs}
