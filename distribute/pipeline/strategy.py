@@ -24,8 +24,10 @@ What it does:
   one and resuming hands each stage its own slots. Evaluation runs the whole model on every rank.
 
 Run without ``mpiexec``, the same script trains in one process, with the micro-batches.
-``mpiexec -n D*K`` runs D data-parallel replicas of the pipeline. Not yet: combining it with
-tensor parallelism; functional (non-chain) models.
+``mpiexec -n D*K*T`` with ``tensor_parallel=T`` splits each stage's layers over T ranks too
+(``hiapi.distribute.tensor_parallel``'s rewrite, applied to the stage's graphs) and runs D
+data-parallel replicas of the whole. Not yet: functional (non-chain) models; saving the
+optimizer state of a pipeline x tensor grid.
 """
 import warnings
 

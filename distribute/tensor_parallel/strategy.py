@@ -16,8 +16,8 @@ so validation, ``evaluate``, ``predict``, ``get_weights`` and ``save_weights`` s
 model on every rank. ``mpiexec -n D*T`` runs D data-parallel replicas of the T-way split (a
 plain data-parallel ``Strategy`` over each part's replicas reduces its gradients). Saving joins
 the optimizer state's slices too (``SlicedOptimizerState``), so rank 0 writes the file one
-process would, and ``BackupAndRestore`` hands each rank its slices back. Not yet: combining
-with pipeline parallelism.
+process would, and ``BackupAndRestore`` hands each rank its slices back. With
+``pipeline_stages=K`` as well, ``PipelineStrategy`` applies the same rewrite to each stage.
 """
 import numpy as np
 
