@@ -13,8 +13,6 @@ train on a fraction of the data, so that aborts the job naming them.
 import sys
 import time
 
-import numpy as np
-
 from hiapi.distribute.parameter_server import messages, policies
 from hiapi.graph import Function, placeholder
 

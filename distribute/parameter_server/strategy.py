@@ -32,7 +32,8 @@ from hiapi.distribute.parameter_server import policies
 from hiapi.distribute.parameter_server.layout import Layout
 from hiapi.distribute.parameter_server.server import Server
 from hiapi.distribute.parameter_server.stats import ParameterServerStats
-from hiapi.distribute.parameter_server.worker import Client, PushPull, Pulled, register_kernels
+from hiapi.distribute.parameter_server.worker import (Client, PushPull, Pulled,
+                                                     register_kernels)
 from hiapi.distribute.scope import strategy_scope
 from hiapi.models.distribution import LOCAL, Local
 
