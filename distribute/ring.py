@@ -64,7 +64,8 @@ def ring_allreduce(comm, array, chunk_bytes=1 << 20):
         mine = flat[bounds[r]:bounds[r + 1]]
         buffer = incoming[:len(mine)]
         _sendrecv(comm, flat[bounds[s]:bounds[s + 1]], right, buffer, left, chunk_elements)
-        np.add(mine, buffer, out=mine)
+        with np.errstate(over="ignore", invalid="ignore"):    # silent, as MPI's sum
+            np.add(mine, buffer, out=mine)
     for step in range(size - 1):                          # allgather: straight into place
         s, r = (rank + 1 - step) % size, (rank - step) % size
         _sendrecv(comm, flat[bounds[s]:bounds[s + 1]], right, flat[bounds[r]:bounds[r + 1]],

@@ -49,7 +49,8 @@ class HalvingDoublingAllreduce(AllreduceAlgorithm):
                 return array
             incoming = self._buffer(flat.dtype, len(flat))
             comm.Recv(incoming, self.rank - 1, 11)
-            np.add(flat, incoming, out=flat)
+            with np.errstate(over="ignore", invalid="ignore"):    # silent, as MPI's sum
+                np.add(flat, incoming, out=flat)
         self._halving_doubling(flat)
         if self.rank < 2 * self.extra:
             comm.Send(flat, self.rank - 1, 12)
@@ -67,7 +68,8 @@ class HalvingDoublingAllreduce(AllreduceAlgorithm):
             mine = flat[keep[0]:keep[1]]
             buffer = incoming[:len(mine)]
             comm.Sendrecv(flat[give[0]:give[1]], partner, 13, buffer, partner, 13)
-            np.add(mine, buffer, out=mine)
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.add(mine, buffer, out=mine)
             trail.append((partner, keep, give))
             lo, hi = keep
             mask >>= 1

@@ -3,6 +3,7 @@ writes what ``auto`` picks per size (``report_<rank>.json`` in the folder given)
 can check every rank picked the same."""
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,11 @@ matrix = np.arange(12, dtype=np.float64).reshape(3, 4) * (rank + 1)
 for name, comm in comms.items():
     assert np.array_equal(comm.allreduce(matrix.copy()),
                           np.arange(12).reshape(3, 4) * sum(range(1, size + 1))), name
+with warnings.catch_warnings():                    # overflow is inf, silently, as in MPI
+    warnings.simplefilter("error")
+    for name, comm in comms.items():
+        big = np.full(1001, 3e38, np.float32)
+        assert np.isinf(comm.allreduce(big)).all(), name
 for name, comm in comms.items():                   # a copy would take the sum: refused
     if name not in ("native", "auto"):
         try:
