@@ -4,11 +4,12 @@ per-process ``memory_budget`` on one process but trains on 4 stages.
 
     python benchmarks/pipeline.py [--stages 2] [--steps 6] [--skip-budget]
 
-1. Bubble: an MLP of 8 equal Dense(512) layers (balanced stages), global batch 256, for
-   M = 1, 2, 4, 8, 16 micro-batches: each rank measures the idle fraction of its step
-   (1 - time in its stage's compiled programs / wall time, after a warm-up epoch); printed per
-   rank against (K-1)/(M+K-1). Run it with one rank per free core: a rank that waits for the CPU
-   looks like a bubble.
+1. Bubble: an MLP of 7 equal Dense(1024) layers (3 + 4 balance 2 stages: the first runs its
+   forward twice, re-materialising it), global batch 1024, for
+   M = 1, 2, 4, 8, 16 micro-batches: each rank measures the idle fraction of its step (time
+   blocked waiting for a neighbour's activation or gradient, or for its own sends to be taken,
+   over wall time, after a warm-up epoch); printed per rank against (K-1)/(M+K-1). Run it with
+   one rank per free core: a rank that waits for the CPU looks like a bubble.
 2. Memory: the bytes of entering activations each stage holds between forward and backward,
    GPipe against 1F1B, K stages, M = 8 (GPipe holds M micro-batches, 1F1B at most K - k).
 3. Budget: a 24 x Dense(1024) MLP, batch 1024, compiled with ``memory_budget`` below what one
@@ -42,7 +43,7 @@ def worker(schedule, micro_batches, steps, budget):
     import hiapi
     strategy = hiapi.distribute.Strategy(pipeline_stages=int(os.environ["STAGES"]),
                                          micro_batches=micro_batches, schedule=schedule)
-    depth, width, batch = (24, 1024, 1024) if budget else (8, 512, 256)
+    depth, width, batch = (24, 1024, 1024) if budget else (7, 1024, 1024)
     with strategy.scope():
         model = mlp(depth, width)
         model.compile(optimizer=hiapi.optimizers.SGD(0.01),

@@ -56,8 +56,17 @@ def layer_costs(layers, input_shape, input_dtype, batch):
     return costs
 
 
-def balanced_split(costs, stages):
-    """Start index of each stage that minimises the largest stage cost."""
+def stage_weights(stages):
+    """What a layer costs on each stage, relative to its forward plus backward: every stage but
+    the last runs the forward twice (once to send the activation on, once again before its
+    backward: re-materialisation), 4 forward-equivalents against the last stage's 3."""
+    return [4 / 3] * (stages - 1) + [1.0]
+
+
+def balanced_split(costs, stages, weights=None):
+    """Start index of each stage that minimises the largest stage cost (stage k's layers
+    costing ``weights[k]`` times their cost; 1 by default)."""
+    weights = weights or [1.0] * stages
     n = len(costs)
     if stages > n:
         raise ValueError(f"Strategy: pipeline_stages={stages} is more than the model's {n} "
@@ -70,7 +79,7 @@ def balanced_split(costs, stages):
     for k in range(1, stages + 1):
         for i in range(k, n + 1):
             for j in range(k - 1, i):                        # the last stage is layers j..i-1
-                value = max(best[k - 1][j], prefix[i] - prefix[j])
+                value = max(best[k - 1][j], weights[k - 1] * (prefix[i] - prefix[j]))
                 if value < best[k][i]:
                     best[k][i], cut[k][i] = value, j
     starts, i = [], n

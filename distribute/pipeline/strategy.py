@@ -126,7 +126,8 @@ class PipelineStrategy(Strategy):
         self.costs = split.layer_costs(layers, spec[0], spec[1], batch=micro_batch)
         self.starts = split.split_from_names(layers, self.pipeline_split, self.pipeline_stages) \
             if self.pipeline_split is not None and self.pipeline_stages > 1 else \
-            split.balanced_split(self.costs, self.pipeline_stages)
+            split.balanced_split(self.costs, self.pipeline_stages,
+                                 split.stage_weights(self.pipeline_stages))
         bounds = self.starts + [len(layers)]
         input_spec = spec
         for index in range(self.stage_index):    # the shape entering our stage
@@ -234,7 +235,8 @@ class PipelineStrategy(Strategy):
                                "train step; call it after fit (or a train_on_batch)")
         K, M = self.pipeline_stages, self.micro_batches
         bounds = self.starts + [len(self.costs)]
-        stage_costs = [sum(self.costs[a:b]) for a, b in zip(bounds, bounds[1:])]
+        stage_costs = [w * sum(self.costs[a:b]) for w, a, b in
+                       zip(split.stage_weights(K), bounds, bounds[1:])]
         names = [layer.name for layer in split.stage_layers(self._model)]
         report = {"stages": K, "replicas": self.replicas, "micro_batches": M,
                   "tensor_parallel": self.tensor_parallel,

@@ -41,7 +41,7 @@ class PipelineTrainStep:
         order = self.schedule(stage.index, strategy.pipeline_stages, len(slices))
         base = {id(c): int(c.numpy()) for c in stage.counters}
         entering, sends, results, accumulated, regularization = {}, [], {}, None, 0.0
-        busy, start = 0.0, time.perf_counter()
+        self._waited, start = 0.0, time.perf_counter()
         for kind, m in order:
             part = slices[m]
             stage.set_counters(lambda c: base[id(c)] + m)
@@ -52,14 +52,11 @@ class PipelineTrainStep:
                 held = sum(a.nbytes for a in entering.values())
                 self.stats.peak_held_bytes = max(self.stats.peak_held_bytes, held)
                 if not stage.last:
-                    began = time.perf_counter()
                     output = stage.forward(activation)
-                    busy += time.perf_counter() - began
                     sends.append(self._send(output, stage.index + 1, m, FORWARD))
                 continue
             share = np.float32((part.stop - part.start) / total * strategy._replica_share)
             activation = entering.pop(m)
-            began = time.perf_counter()
             if stage.last:
                 targets = [t[part] for t in feed[self.n_inputs:n_feed]]
                 outputs = stage.backward(activation, *targets, share)
@@ -67,11 +64,9 @@ class PipelineTrainStep:
                 gradients = outputs[stage.result_count:]
             else:
                 upstream = self._receive(stage.output_spec, part, stage.index + 1, m, BACKWARD)
-                began = time.perf_counter()
                 outputs = stage.backward(activation, upstream, share)
                 regularization += float(outputs[0])
                 gradients = outputs[1:]
-            busy += time.perf_counter() - began
             if stage.sends_gradient:
                 sends.append(self._send(gradients[0], stage.index - 1, m, BACKWARD))
                 gradients = gradients[1:]
@@ -80,12 +75,13 @@ class PipelineTrainStep:
         stage.set_counters(lambda c: base[id(c)] + len(slices))
         if strategy.replicas > 1:                 # the stage's gradient over all replicas
             accumulated = _allreduce(strategy.data_communicator, accumulated)
-        began = time.perf_counter()
         stage.update(*accumulated, *optimizer_values)
-        busy += time.perf_counter() - began
+        began = time.perf_counter()
         for _, request in sends:                    # (each array kept alive until sent)
             request.Wait()
-        self.stats.record(time.perf_counter() - start, busy, peak_in_flight(order))
+        self._waited += time.perf_counter() - began
+        wall = time.perf_counter() - start
+        self.stats.record(wall, wall - self._waited, peak_in_flight(order))
         return self._share_results(results, slices, total,
                                    regularization / strategy._replica_share)
 
@@ -93,7 +89,9 @@ class PipelineTrainStep:
     def _receive(self, spec, part, source, m, direction):
         shape, dtype = spec
         buffer = np.empty((part.stop - part.start,) + tuple(shape[1:]), dtype)
+        began = time.perf_counter()
         self.comm.Recv(buffer, source=source, tag=2 * m + direction)
+        self._waited += time.perf_counter() - began      # idle: the pipeline's bubble
         return buffer
 
     def _send(self, array, dest, m, direction):
@@ -143,8 +141,9 @@ def _micro_batches(total, count):
 
 
 class PipelineStats:
-    """Measured per step on this stage: wall time, time computing, the most micro-batches held
-    between their forward and backward and their bytes. ``bubble`` is the idle fraction."""
+    """Measured per step on this stage: wall time, time not spent waiting for a neighbour
+    (receiving, or for its sends to be taken), the most micro-batches held between their
+    forward and backward and their bytes. ``bubble`` is the idle fraction."""
 
     def __init__(self):
         self.steps, self.wall, self.busy, self.peak_in_flight = 0, 0.0, 0.0, 0

@@ -97,12 +97,14 @@ def test_balanced_split_minimises_the_slowest_stage():
     for _ in range(30):
         costs = list(rng.integers(1, 50, size=int(rng.integers(3, 9))))
         stages = int(rng.integers(2, min(4, len(costs)) + 1))
-        starts = split.balanced_split(costs, stages)
+        weights = split.stage_weights(stages)
+        starts = split.balanced_split(costs, stages, weights)
         bounds = starts + [len(costs)]
-        got = max(sum(costs[a:b]) for a, b in zip(bounds, bounds[1:]))
-        best = min(max(sum(costs[a:b]) for a, b in zip((0,) + cut, cut + (len(costs),)))
+        got = max(w * sum(costs[a:b]) for w, a, b in zip(weights, bounds, bounds[1:]))
+        best = min(max(w * sum(costs[a:b]) for w, a, b in
+                       zip(weights, (0,) + cut, cut + (len(costs),)))
                    for cut in itertools.combinations(range(1, len(costs)), stages - 1))
-        assert starts[0] == 0 and got == best
+        assert starts[0] == 0 and got == pytest.approx(best)
 
 
 def test_split_by_name_and_errors():
