@@ -7,9 +7,10 @@ Model: an MLP of 8 x Dense(1024) (8.4 M parameters, 34 MB), Adam, batch 64 per r
 slots per parameter are twice the weights, the memory ZeRO exists to divide. Each (ranks,
 sharded) configuration runs in its own ``mpiexec``, interleaved round by round. One JSON line per
 configuration: per-rank optimizer-state bytes (what the optimizer holds, and the "optimizer
-state" of ``model.memory_report()``), the resident-set growth of each rank over ``fit`` (the
-process, not what the code believes), the median step time, and the ratios against the
-unsharded run with the same number of ranks.
+state" of ``model.memory_report()``), the resident-set growth of each rank during training (at
+the last step, before the end of ``fit`` gathers the state onto rank 0 for saving; the process,
+not what the code believes), the median step time, and the ratios against the unsharded run
+with the same number of ranks.
 """
 import argparse
 import json
@@ -56,6 +57,7 @@ def worker(sharded, steps, small):
 
         def on_train_batch_end(self, batch, logs=None):
             self.times.append(time.perf_counter() - self.start)
+            self.rss = resident_bytes()       # while training (rank 0 gathers after fit)
     timer = StepTimes()
     timer.times = []
     model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=[timer])
@@ -63,7 +65,7 @@ def worker(sharded, steps, small):
     record = {"rank": strategy.rank,
               "optimizer_bytes": int(sum(v.numpy().nbytes for v in optimizer.variables)),
               "weight_bytes": int(sum(v.numpy().nbytes for v in model.weights)),
-              "rss_growth": resident_bytes() - before,
+              "rss_growth": timer.rss - before,
               "step_times": timer.times[3:]}
     everyone = strategy.communicator.comm.gather(record, root=0) \
         if strategy.size > 1 else [record]

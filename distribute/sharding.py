@@ -166,6 +166,7 @@ class OptimizerSharding:
         self.communicator = communicator
         self.rank, self.size = communicator.rank, communicator.size
         self._reduced, self._trained = [], []
+        self.snapshot = None        # (iteration, whole state) on rank 0 after consolidate
 
     def owners(self, variables):
         """The rank that owns each variable (a pipeline owns them by stage instead)."""
@@ -252,9 +253,11 @@ class OptimizerSharding:
 
     def consolidate(self, optimizer, root=0):
         """Collective: ``root`` receives the whole optimizer state (the unsharded order:
-        iteration counter, then every slot) and keeps it for ``model.save``."""
+        iteration counter, then every slot) and keeps it for ``model.save`` until the next
+        train step (``release``), so a checkpoint does not cost rank 0 a whole copy of the
+        state while it trains."""
+        self.snapshot = None
         if not optimizer.built:
-            optimizer._consolidated = None
             return
         owner_of = dict(zip(map(id, self._trained), self.owners(self._trained)))
         state = [optimizer.iterations.numpy().copy()]
@@ -265,13 +268,17 @@ class OptimizerSharding:
             if owner != root:
                 self.communicator.bcast(buffer, root=owner)
             state.append(buffer if self.rank == root else None)
-        optimizer._consolidated = (int(state[0]), state) if self.rank == root else None
+        self.snapshot = (int(state[0]), state) if self.rank == root else None
+
+    def release(self):
+        """Drop the gathered state (the strategies call it at each train step)."""
+        self.snapshot = None
 
     def consolidated_state(self, optimizer, what):
         """The whole state for a file, as consolidated at this step (else a clear error)."""
         if not optimizer.built:
             return [optimizer.iterations.numpy()]
-        snapshot = getattr(optimizer, "_consolidated", None)
+        snapshot = self.snapshot
         if snapshot is None or snapshot[0] != int(optimizer.iterations.numpy()):
             raise RuntimeError(
                 f"{what}: with Strategy(shard_optimizer_state=True) each rank holds only its "

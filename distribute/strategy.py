@@ -181,6 +181,8 @@ class Strategy:
         return [self._scale]
 
     def step_values(self, local_n, global_n):
+        if self.sharding is not None:             # a checkpoint's gathered state: no longer
+            self.sharding.release()
         if self._streams_pending is not None:     # first step of fit: after any restore
             random_streams.offset_for_rank(self._streams_pending, self.rank)
             self._streams_pending = None

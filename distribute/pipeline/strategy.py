@@ -179,6 +179,8 @@ class PipelineStrategy(Strategy):
         return []
 
     def step_values(self, local_n, global_n):
+        if self.ownership is not None:           # a checkpoint's gathered state: no longer
+            self.ownership.release()
         if self._slice_pending:              # first step of fit, after any restore
             for whole, local, axis in self.rewrite.slices.values():
                 local.assign(own_slice(whole.numpy(), self.tensor_parallel, self.part, axis))

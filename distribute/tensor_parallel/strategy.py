@@ -57,6 +57,9 @@ class SlicedOptimizerState:
                 state.append(optimizer.get_slot(whole, slot_name).numpy())
         self._snapshot = (int(state[0]), state)
 
+    def release(self):
+        self._snapshot = None
+
     def consolidated_state(self, optimizer, what):
         if self._snapshot is None or self._snapshot[0] != int(optimizer.iterations.numpy()):
             raise RuntimeError(
@@ -148,6 +151,8 @@ class TensorParallelStrategy(Strategy):
         return self.data.step_inputs() if self.data else []
 
     def step_values(self, local_n, global_n):
+        if self.optimizer_state is not None:     # a checkpoint's joined state: no longer
+            self.optimizer_state.release()
         if self._slice_pending:              # first step of fit: after any restore
             self._slice_whole_into_local()
             self._slice_pending = False
