@@ -13,7 +13,9 @@ resident set is its own and glibc's caching does not blur it. Prints one JSON li
 executor's copies, total), the resident-set growth from before the model was built to after
 the steps (``rss_growth_bytes``; what the report's total promises) and its peak, the lower and
 upper bounds, median step time, and ratios against (b) of the same backend and model; then a
-table of planned against measured for every run.
+table of planned against measured for every run; then, under ``mpiexec`` at 2 and 4 ranks, the
+per-rank optimizer bytes and resident-set growth with and without
+``Strategy(shard_optimizer_state=True)`` (``benchmarks/sharded_state.py`` has the full run).
 """
 import argparse
 import ctypes
@@ -151,6 +153,8 @@ def main():
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"])
     parser.add_argument("--modes", nargs="+", default=["none", "plan", "sublinear"])
     parser.add_argument("--no-chain", action="store_true", help="skip the 10,000-conv chain")
+    parser.add_argument("--sharded", default="2,4",
+                        help="rank counts for the sharded optimizer-state rows ('' to skip)")
     parser.add_argument("--child", nargs=3, metavar=("MODEL", "MODE", "BACKEND"))
     args = parser.parse_args()
     if args.child:
@@ -179,6 +183,19 @@ def main():
                                              base["step_seconds_median"], 3)
             print(json.dumps(r), flush=True)
     print_table(table)
+    if args.sharded:                    # per-rank bytes under Strategy(shard_optimizer_state)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import sharded_state
+        for ranks in map(int, args.sharded.split(",")):
+            rows = {sharded: sharded_state.run(ranks, sharded, 5, args.small)
+                    for sharded in (False, True)}
+            for sharded, records in rows.items():
+                print(json.dumps({
+                    "benchmark": "sharded_optimizer_state", "ranks": ranks, "sharded": sharded,
+                    "optimizer_mib_per_rank": [round(r["optimizer_bytes"] / 2**20, 2)
+                                               for r in records],
+                    "rss_growth_mib_per_rank": [round(r["rss_growth"] / 2**20, 1)
+                                                for r in records]}), flush=True)
     if args.no_chain:
         return
     seconds, arena, lower = conv_chain_compile_seconds(1000 if args.small else 10_000)
