@@ -106,7 +106,8 @@ def image_zoo():
 
 
 def sequence_zoo():
-    """Most sequence layers Keras and hiapi share (wrappers too), with random weights."""
+    """Most sequence layers Keras and hiapi share (wrappers, attention), with random
+    weights."""
     rng = _rng()
     tokens = hiapi.Input((6,))
     x = layers.Embedding(10, 4)(tokens)
@@ -121,6 +122,7 @@ def sequence_zoo():
     x = layers.SimpleRNN(4, return_sequences=True)(x)
     x = layers.Bidirectional(layers.GRU(2, return_sequences=True), merge_mode="ave")(x)
     x = layers.TimeDistributed(layers.Dense(4))(x)
+    x = layers.MultiHeadAttention(2, 3)(x, x, use_causal_mask=True)
     x = layers.MaxPooling1D(2)(layers.AveragePooling1D(1)(x))
     x = layers.Permute((2, 1))(x)
     x = layers.Reshape((-1,))(x)

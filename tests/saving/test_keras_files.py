@@ -153,9 +153,11 @@ def test_what_keras_cannot_express_is_refused_with_its_name(tmp_path):
                                          r".*'\.hiapi'"):
         custom.save(tmp_path / "c.keras")
     inputs = hiapi.Input((4, 3))
-    attention = hiapi.Model(inputs, layers.MultiHeadAttention(2, 3, name="mha")(inputs, inputs))
-    with pytest.raises(ValueError, match=r"layer 'mha' \(MultiHeadAttention\).*nested layout"):
-        attention.save(tmp_path / "a.keras")
+    output, _ = layers.MultiHeadAttention(2, 3, name="mha")(inputs, inputs,
+                                                            return_attention_scores=True)
+    with pytest.raises(ValueError, match=r"layer 'mha' \(MultiHeadAttention\).*"
+                                         r"return_attention_scores"):
+        hiapi.Model(inputs, output).save(tmp_path / "a.keras")
     inputs = hiapi.Input((3,))
     raw_op = hiapi.Model(inputs, layers.Dense(2)(inputs) + 1.0)
     with pytest.raises(ValueError, match=r"applies the operation .* directly.*'\.hiapi'"):

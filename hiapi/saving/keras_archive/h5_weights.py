@@ -7,14 +7,15 @@ at run time and differ between two builds of one model): a model's layers are th
 (``layers/dense``, ``layers/dense_1``, ...), and each object's variables are datasets ``0``,
 ``1``, ... of its ``vars`` group, whose ``name`` attribute holds the layer's name. A recurrent
 layer keeps its variables in its ``cell``, a wrapper in its sublayers (``forward_layer``,
-``backward_layer``, ``layer``); a compiled model's optimizer in ``optimizer/vars``.
+``backward_layer``, ``layer``), attention in the dense sublayers Keras builds for it
+(``query_dense``, ...); a compiled model's optimizer in ``optimizer/vars``.
 """
 import re
 
 import numpy as np
 
 from hiapi.layers.input_layer import InputLayer
-from hiapi.saving.keras_archive.layer_config import WRAPPED
+from hiapi.saving.keras_archive.layer_config import SUBLAYER_WEIGHTS, WRAPPED
 
 RECURRENT = {"LSTM": "lstm_cell", "GRU": "gru_cell", "SimpleRNN": "simple_rnn_cell"}
 
@@ -88,6 +89,10 @@ def write_layer(file, layer, layer_path):
     elif wrapped:
         for attribute in wrapped.values():
             write_layer(file, getattr(layer, attribute), f"{layer_path}/{attribute}")
+    elif class_name in SUBLAYER_WEIGHTS:
+        write_vars(file, f"{layer_path}/vars", layer.name, [])
+        for (group, name), chunk in _sublayer_chunks(layer):
+            write_vars(file, f"{layer_path}/{group}/vars", name, [v.numpy() for v in chunk])
     else:
         write_vars(file, variables_path(layer_path, class_name), layer.name,
                    [v.numpy() for v in layer.weights])
@@ -124,9 +129,20 @@ def read_layer(file, layer, filepath, layer_path):
     wrapped = WRAPPED.get(type(layer).__name__, {})
     for attribute in wrapped.values():
         read_layer(file, getattr(layer, attribute), filepath, f"{layer_path}/{attribute}")
-    if not wrapped:
+    if type(layer).__name__ in SUBLAYER_WEIGHTS:
+        assign(layer, [value for (group, _), _ in _sublayer_chunks(layer)
+                       for value in read_vars(file, f"{layer_path}/{group}/vars")],
+               filepath, layer_path)
+    elif not wrapped:
         assign(layer, read_vars(file, variables_path(layer_path, type(layer).__name__)),
                filepath, layer_path)
+
+
+def _sublayer_chunks(layer):
+    """``layer.weights`` split among the sublayers Keras would give it (equal chunks)."""
+    groups = SUBLAYER_WEIGHTS[type(layer).__name__]
+    size = len(layer.weights) // len(groups)
+    return [(group, layer.weights[i * size:(i + 1) * size]) for i, group in enumerate(groups)]
 
 
 def assign(layer, values, filepath, layer_path):

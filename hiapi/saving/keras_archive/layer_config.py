@@ -21,9 +21,13 @@ _NO_ARGUMENTS = {"Zeros", "Ones", "Identity"}
 # its weights sit under the attribute's name, e.g. bidirectional/forward_layer/cell/vars).
 WRAPPED = {"Bidirectional": {"layer": "forward_layer", "backward_layer": "backward_layer"},
            "TimeDistributed": {"layer": "layer"}}
-# Keras builds these layers' sublayers itself (query_dense/vars, ...), a layout hiapi does not
-# translate yet: refused by name both ways.
-NESTED: set[str] = {"MultiHeadAttention"}
+# Layers whose weights Keras keeps in sublayers it builds itself: (group, Keras's name for
+# the sublayer) per chunk of the layer's weights, in order (kernel, and bias with use_bias).
+SUBLAYER_WEIGHTS = {"MultiHeadAttention": [("query_dense", "query"), ("key_dense", "key"),
+                                           ("value_dense", "value"),
+                                           ("output_dense", "attention_output")]}
+# Keras nests these in a layout hiapi does not translate yet: refused by name both ways.
+NESTED: set[str] = set()
 
 
 def keras_object(module, class_name, config):
@@ -94,6 +98,8 @@ def to_keras(layer):
     hiapi_defaults = constructor_arguments(type(layer))
     config = {}
     for key, value in layer.get_config().items():
+        if key == "_call_options":          # attention's call options: Keras keeps them in
+            continue                        # the inbound nodes, where model_config writes them
         if key not in keras_arguments:
             if value != hiapi_defaults.get(key, inspect.Parameter.empty):
                 raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a Keras "

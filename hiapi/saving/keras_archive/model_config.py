@@ -17,6 +17,11 @@ from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, dtype_pol
                                                      from_keras, keras_object, to_keras)
 
 
+# call arguments of a Keras node that change what a layer computes (``training`` and ``mask``
+# are set by the model itself)
+CALL_OPTIONS = ("use_causal_mask", "return_attention_scores")
+
+
 def _is_sequential(model):
     from hiapi.models import Sequential
     return isinstance(model, Sequential)
@@ -153,8 +158,7 @@ def _functional_to_keras(model):
             entry, nodes = _input_layer_config(layer), []
         else:
             entry = _layer_to_keras(layer)
-            nodes = [{"args": list(_map(tensor, inputs)) if isinstance(inputs, PositionalInputs)
-                      else [_map(tensor, inputs)], "kwargs": {}} for inputs in calls[layer]]
+            nodes = [_inbound_node(layer, inputs, tensor) for inputs in calls[layer]]
         layers.append({**entry, "name": layer.name, "inbound_nodes": nodes})
     ends = lambda structure: refs[structure] if not isinstance(structure, (list, tuple, dict)) \
         else _map(refs.__getitem__, structure)
@@ -163,6 +167,22 @@ def _functional_to_keras(model):
         "input_layers": ends(model._inputs_struct),
         "output_layers": ends(model._outputs_struct)},
         "registered_name": "Functional", "build_config": {"input_shape": None}}
+
+
+def _inbound_node(layer, inputs, tensor):
+    """One call's ``{"args", "kwargs"}``: several positional inputs as separate arguments,
+    attention's packed [query, value, key] as Keras's ``call(query, value, key)``."""
+    if type(layer).__name__ == "MultiHeadAttention":
+        options = layer._call_options or {}
+        if len(inputs) > 3 or options.get("return_attention_scores"):
+            raise ValueError(f"cannot write layer {layer.name!r} (MultiHeadAttention) to a "
+                             f"Keras .keras file with an attention_mask or "
+                             f"return_attention_scores; {HIAPI_SUGGESTION}")
+        kwargs = {"use_causal_mask": True} if options.get("use_causal_mask") else {}
+        return {"args": [tensor(var) for var in inputs], "kwargs": kwargs}
+    if isinstance(inputs, PositionalInputs):
+        return {"args": list(_map(tensor, inputs)), "kwargs": {}}
+    return {"args": [_map(tensor, inputs)], "kwargs": {}}
 
 
 def model_from_keras(entry, get_class, filepath):
@@ -259,7 +279,9 @@ def _call(layer, node, outputs, filepath, name):
             return {key: resolve(item) for key, item in value.items()}
         return value
     args = [resolve(arg) for arg in node["args"]]
-    return layer(args[0]) if len(args) == 1 else layer(*args)
+    options = {key: value for key, value in node.get("kwargs", {}).items()
+               if key in CALL_OPTIONS and value}
+    return layer(args[0], **options) if len(args) == 1 else layer(*args, **options)
 
 
 def _ends(structure, resolve):
