@@ -6,8 +6,8 @@ numpy and numba backends.
     python benchmarks/sublinear.py --batch 8    # a quick check
 
 Per backend it prints one JSON line per mode and one with the ratios:
-- planned activation bytes: the arena, less the values that outlive the step (new weights and
-  outputs);
+- planned activation bytes: the arena's values, less those that outlive the step (new weights
+  and outputs); the kernels' planned scratch apart, and the whole arena;
 - RSS growth: the resident set after compile and a few steps minus before, measured in a child
   process of its own with ``MALLOC_MMAP_THRESHOLD_`` fixed, so freed blocks go back to the
   system and glibc's caching does not blur it;
@@ -45,12 +45,13 @@ def train_executable(model):
 
 
 def activation_bytes(executable):
-    """The arena less the values that outlive the step (new weights, outputs)."""
+    """The arena's values (kernel scratch apart) less those that outlive the step (new
+    weights, outputs)."""
     roots = {executable.order[i] for i in executable.output_slots} | \
         {executable.order[i] for _, i, _ in executable.update_slots}
     kept = sum(int(np.prod(executable.specs[v].shape)) * executable.specs[v].dtype.itemsize
                for v in roots if not v.op.is_source)
-    return executable.plan.arena_bytes - kept
+    return executable.plan.arena_bytes - executable.plan.scratch_bytes - kept
 
 
 def resident_bytes():
@@ -70,6 +71,7 @@ def child(mode, batch, steps):
     extra = sum(flops(v, executable.specs) for v in executable.order if v.recompute)
     return {"mode": mode, "planned_arena_bytes": executable.plan.arena_bytes,
             "planned_activation_bytes": activation_bytes(executable),
+            "planned_scratch_bytes": executable.plan.scratch_bytes,
             "lower_bound_bytes": executable.plan.lower_bound, "rss_growth_bytes": growth,
             "recomputed_values": executable.recomputed_values,
             "recomputed_gflop": round(extra / 1e9, 3)}
@@ -127,6 +129,8 @@ def main():
             "backend": backend, "batch": args.batch,
             "planned_activations_default_over_sublinear": round(
                 base["planned_activation_bytes"] / sub["planned_activation_bytes"], 2),
+            "planned_arena_default_over_sublinear": round(
+                base["planned_arena_bytes"] / sub["planned_arena_bytes"], 2),
             "rss_growth_default_over_sublinear": round(
                 base["rss_growth_bytes"] / max(sub["rss_growth_bytes"], 1), 2),
             "step_time_sublinear_over_default": round(
