@@ -21,3 +21,7 @@ class Layout:
 
     def index(self, variable):
         return self._positions[id(variable)]
+
+    def position(self, variable_id):
+        """``index`` by ``id(variable)`` (how an optimizer keys its slots)."""
+        return self._positions[variable_id]

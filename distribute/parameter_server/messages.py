@@ -4,14 +4,18 @@ Every message is a pickled tuple on one of two tags, so MPI's non-overtaking rul
 worker's messages to a server in order (its ``init`` before its first ``push``, its last
 ``push`` before ``done``):
 
-- worker -> server (``UP``): ``("init", arrays, iterations)`` from worker 0 once, with the
-  weights it starts from (after ``BackupAndRestore`` may have restored them);
+- worker -> server (``UP``): ``("init", arrays, iterations, slots)`` from worker 0 once, with
+  the weights, update count and optimizer slots it starts from (after ``BackupAndRestore``
+  may have restored them; ``slots`` as in ``optimizer_state``, None when it holds none);
   ``("push", clock, version, n, payloads)``: one step's compressed gradient for the server's
   shard, computed on weights of that server ``version``, from a batch of ``n`` samples;
-  ``("done",)`` when the worker's ``fit`` ends.
-- server -> worker (``DOWN``): ``("weights", version, stop, arrays)``: the shard's current
-  values (``stop``: this worker was declared dead and must end its ``fit``);
-  ``("final", version, arrays, stats)`` after ``done``.
+  ``("state",)`` from worker 0 before it writes a checkpoint; ``("done",)`` when the
+  worker's ``fit`` ends.
+- server -> worker (``DOWN``): ``("weights", version, iterations, stop, arrays)``: the shard's
+  current values and the server's update count (``stop``: this worker was declared dead and
+  must end its ``fit``); ``("state", version, iterations, arrays, slots)``, the answer to
+  ``state``: the shard's values and its optimizer slots at one version;
+  ``("final", version, iterations, arrays, slots, stats)`` after ``done``.
 
 Waiting polls with ``Iprobe`` and short sleeps instead of a blocking receive: MPICH's blocking
 calls spin at 100 % CPU, which on an oversubscribed node steals the cores the other ranks need

@@ -5,6 +5,10 @@ own optimizer, built on the owned parameters only, applied by a compiled ``Funct
 inputs are the gradients (one update per call, learning rate and update number from the
 optimizer as in ``fit``, so schedules and clipping behave as in one process).
 
+Worker 0 may ask for the shard's state (``state``) before it writes a checkpoint, and gives
+the slots back with its ``init`` (``optimizer_state``), so a resumed job continues its momentum
+and moments instead of restarting them.
+
 A worker not heard from for ``worker_timeout`` seconds while it has work left is declared
 dead: it no longer counts as active (a synchronous step stops waiting for it), and if it ever
 pushes again it is told to stop. More dead workers than ``backup_workers`` would silently
@@ -13,7 +17,7 @@ train on a fraction of the data, so that aborts the job naming them.
 import sys
 import time
 
-from hiapi.distribute.parameter_server import messages, policies
+from hiapi.distribute.parameter_server import messages, optimizer_state, policies
 from hiapi.graph import Function, placeholder
 
 
@@ -41,8 +45,11 @@ class Server:
 
     # ---- what policies call ----------------------------------------------------------------
     def apply(self, gradients, staleness):
+        optimizer = self.model.optimizer
         if self._apply is not None:
-            self._apply(*gradients, *self.model.optimizer.step_values())
+            self._apply(*gradients, *optimizer.step_values())
+        else:                                  # holds no parameter: still counts the updates
+            optimizer.iterations.assign(optimizer.iterations.numpy() + 1)
         self.version += 1
         for value in staleness:
             self.stats.used(value)
@@ -53,8 +60,18 @@ class Server:
         for worker in workers:
             self.held.discard(worker)
             self.heard[worker] = now           # its silence is its own from here on
-            message = ("weights", self.version, stop or worker in self.stats.dead, arrays)
+            message = ("weights", self.version, self._iterations(),
+                       stop or worker in self.stats.dead, arrays)
             self._send(message, worker)
+
+    def _iterations(self):
+        return int(self.model.optimizer.iterations.numpy())
+
+    def _send_state(self, worker):
+        """The shard's weights and slots at this version, for worker 0's checkpoint."""
+        iterations, slots = optimizer_state.shard_state(self.model.optimizer, self.layout)
+        arrays = [v.numpy() for v in self.variables]
+        self._send(("state", self.version, iterations, arrays, slots), worker)
 
     # ---- the loop --------------------------------------------------------------------------
     def serve(self):
@@ -73,10 +90,12 @@ class Server:
     def _wait_for_init(self):
         message, _ = messages.receive(self.comm, self.MPI, 0, messages.UP)
         if message[0] == "init":
-            _, arrays, iterations = message
+            _, arrays, iterations, slots = message
             for variable, value in zip(self.model.weights, arrays):
                 variable.assign(value)
             self.model.optimizer.iterations.assign(iterations)
+            if slots is not None:
+                optimizer_state.load_shard(self.model.optimizer, self.layout, slots)
             self.heard = {w: time.monotonic() for w in self.workers}
         else:                                  # fit ran no epoch: worker 0 is already done
             self._handle(message, 0)
@@ -85,6 +104,9 @@ class Server:
         self.heard[worker] = time.monotonic()
         self.stats.received(worker, messages.payload_bytes(message))
         kind = message[0]
+        if kind == "state":
+            self._send_state(worker)
+            return
         if kind == "done":
             self.finished.add(worker)
             if worker in self.active:
@@ -143,8 +165,10 @@ class Server:
         mine["own_received"] = {rank: sum(self.stats.bytes_received.values())}
         everyone = self.strategy.server_comm.allgather(mine)
         arrays = [v.numpy() for v in self.variables]
+        iterations, slots = optimizer_state.shard_state(self.model.optimizer, self.layout)
+        final = ("final", self.version, iterations, arrays, slots, everyone)
         for worker in self.workers:           # a dead worker gets it if it ever comes back
-            self._send(("final", self.version, arrays, everyone), worker)
+            self._send(final, worker)
         self._drain()
         self.stats.merge_servers(everyone, rank)
 
@@ -157,8 +181,11 @@ class Server:
             self._requests = [r for r in self._requests if not r.Test()]
             if self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=messages.UP, status=status):
                 source = status.Get_source()
-                if self.comm.recv(source=source, tag=messages.UP)[0] == "done":
+                kind = self.comm.recv(source=source, tag=messages.UP)[0]
+                if kind == "done":
                     self.finished.add(source)
+                elif kind == "state":          # worker 0 saving after it was given up on
+                    self._send_state(source)
             else:
                 poller.idle()
 

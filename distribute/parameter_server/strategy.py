@@ -201,6 +201,16 @@ class ParameterServerStrategy(Local):
         self.client.finish()
         self._fitting = False
 
+    def consolidate(self, model):
+        """Before rank 0 saves during ``fit`` (``ModelCheckpoint``, ``BackupAndRestore``): fill
+        its copy of the optimizer state from the servers, with their weights (a pull), so the
+        file is what one process writes. Point-to-point, not a collective: the other ranks do
+        nothing. After ``fit`` every worker already holds the final state (``end``)."""
+        if self.world_rank != 0 or self.world_size == 1 or not self._fitting:
+            return
+        self._send_init()                      # the servers take the init first
+        self.client.fetch_state()
+
     def abort(self, code=1):
         self.world.abort(code)
 

@@ -8,7 +8,7 @@ updates assign it: the worker's own optimizer never runs, the servers' does.
 """
 import numpy as np
 
-from hiapi.distribute.parameter_server import messages
+from hiapi.distribute.parameter_server import messages, optimizer_state
 from hiapi.graph.op import Op
 
 
@@ -69,11 +69,15 @@ class Client:
                       for v in variables]
         self.pulled = [None] * len(variables)
         self.local_n, self.model = 0, None
+        # optimizer-wide state (Nadam's product) is taken from the first server that applies
+        self.first_server = next((server for server in self.layout.servers
+                                  if self.layout.indices(server)), None)
         self.reset()
 
     def reset(self):
         """A new ``fit``: its servers start again at version 0 and count clocks from 0."""
         self.seen = {server: 0 for server in self.layout.servers}
+        self.iterations = {}                   # server -> its update count, last heard
         self.clock, self.stopped = 0, False
         self.finals = {}                       # server -> the job's stats, once it ended
 
@@ -96,18 +100,24 @@ class Client:
                 self._final(server, message)
                 self._stop()
                 continue
-            _, version, stop, arrays = message
-            self._take(server, version, arrays)
+            _, version, iterations, stop, arrays = message
+            self._take(server, version, iterations, arrays)
             if stop:
                 self._stop()
         messages.wait_all(requests)            # the servers receive every push, even late
 
-    def _take(self, server, version, arrays):
+    def _take(self, server, version, iterations, arrays):
         self.seen[server] = version
         for i, value in zip(self.layout.indices(server), arrays):
             self.pulled[i] = value
-        # the worker's counter follows the servers', so its logged learning rate is theirs
-        self.model.optimizer.iterations.assign(max(self.seen.values()))
+        # the worker's counter follows the servers' (not their versions, which start at 0 in
+        # every fit), so its logged learning rate and a checkpoint's count are theirs
+        self.iterations[server] = iterations
+        self.model.optimizer.iterations.assign(max(self.iterations.values()))
+
+    def _take_slots(self, server, slots):
+        optimizer_state.take_state(self.model.optimizer, self.model.trainable_weights, slots,
+                                   first=server == self.first_server)
 
     def _stop(self):
         """The servers gave up on this worker (it was silent too long): end its fit."""
@@ -115,10 +125,33 @@ class Client:
         self.model.stop_training = True
 
     def send_init(self):
+        optimizer = self.model.optimizer
         message = ("init", [v.numpy() for v in self.model.weights],
-                   self.model.optimizer.iterations.numpy())
+                   optimizer.iterations.numpy(),
+                   optimizer_state.full_state(optimizer, self.model.trainable_weights))
         for server in self.layout.servers:
             self.comm.send(message, dest=server, tag=messages.UP)
+
+    def fetch_state(self):
+        """Before worker 0 saves: every server's shard and slots at one version each, taken
+        as a pull (the weights it will next compute on), so the file holds weights and
+        optimizer state that belong together (under ``staleness=0`` without backup workers
+        they are the weights it already holds)."""
+        for server in self.layout.servers:
+            self.comm.send(("state",), dest=server, tag=messages.UP)
+        for server in self.layout.servers:
+            while True:
+                message, _ = messages.receive(self.comm, self.MPI, server, messages.DOWN)
+                self.stats.received(self.strategy.world_rank, messages.payload_bytes(message))
+                if message[0] == "state":
+                    break
+                self._final(server, message)   # the job ended while this worker was away
+                self._stop()
+            _, version, iterations, arrays, slots = message
+            self._take(server, version, iterations, arrays)
+            self._take_slots(server, slots)
+        for i, variable in enumerate(self.model.trainable_weights):
+            variable.assign(self.pulled[i])
 
     def finish(self):
         """After the last step: say so, and take the final weights and the job's stats."""
@@ -132,10 +165,13 @@ class Client:
                                  self.strategy.world_rank)
 
     def _final(self, server, message):
-        _, version, arrays, everyone = message
+        _, version, iterations, arrays, slots, everyone = message
         weights = self.model.trainable_weights
         for i, value in zip(self.layout.indices(server), arrays):
             weights[i].assign(value)
             self.pulled[i] = value
         self.seen[server] = version
+        self.iterations[server] = iterations
+        self.model.optimizer.iterations.assign(max(self.iterations.values()))
+        self._take_slots(server, slots)
         self.finals[server] = everyone

@@ -265,8 +265,8 @@ class Trainer:
             hooks.on_epoch_end(epoch, logs)
             if self.stop_training or ran_out:
                 break
-        plan.consolidate(self)                  # sharded optimizer state onto rank 0, to save
         plan.end(self)                          # a parameter-server worker: final weights
+        plan.consolidate(self)                  # sharded optimizer state onto rank 0, to save
         hooks.on_train_end(logs)
         return self.history
 

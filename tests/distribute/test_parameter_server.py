@@ -47,12 +47,22 @@ def test_staleness_0_equals_synchronous_training_on_the_global_batch(tmp_path, r
     assert all(log["stats"] == stats for log in logs)      # every rank: the job's figures
 
 
+def assert_checkpoint_has_slots(out):
+    """A mid-fit checkpoint of a job whose servers run ahead of worker 0: written (no
+    deadlock), with a built optimizer and a nonzero momentum from the servers."""
+    model = hiapi.models.load_model(out / "ckpt.hiapi")
+    state = [v.numpy() for v in model.optimizer.variables]
+    assert model.optimizer.built and int(state[0]) > 0
+    assert len(state) == 1 + len(model.trainable_weights)          # one momentum each
+    assert all(np.abs(slot).max() > 0 for slot in state[1:])
+
+
 def test_stale_synchronous_bound_holds_and_asynchronous_runs_ahead(tmp_path):
     for staleness in ("2", "none"):
         out = tmp_path / staleness
         out.mkdir()
         run_mpi(4, "ps_train.py", out, "--staleness", staleness, "--slow", "1:0.05",
-                "--epochs", 1, timeout=300)
+                "--epochs", 1, "--checkpoint", 4, timeout=300)
         stats = records(out, 4)[0]["stats"]
         if staleness == "2":          # the slow worker holds the others back exactly 2 steps
             assert stats["max_clock_gap"] == 2, stats
@@ -61,17 +71,19 @@ def test_stale_synchronous_bound_holds_and_asynchronous_runs_ahead(tmp_path):
         assert stats["max_staleness"] > 0 and stats["dropped"] == 0
         assert stats["applied"] == sum(stats["steps"].values()) == 3 * 15
         assert_same_weights(out, 4)
+        assert_checkpoint_has_slots(out)
 
 
 def test_backup_worker_drops_late_gradients_and_compressed_pushes_send_less(tmp_path):
     run_mpi(4, "ps_train.py", tmp_path, "--backup", 1, "--slow", "2:0.05", "--compression",
-            "topk", "--epochs", 1, timeout=300)
+            "topk", "--epochs", 1, "--checkpoint", 4, timeout=300)
     stats = records(tmp_path, 4)[0]["stats"]
     assert stats["dropped"] >= 1, stats
     assert stats["applied"] + stats["dropped"] == sum(stats["steps"].values()) == 3 * 15
     dense = 2 * 4 * (28 * 28 * 16 + 16 + 16 * 10 + 10)       # value + index per kept entry
     assert stats["bytes_sent"]["0"] < 15 * dense * 0.1 * 1.1  # topk ratio 0.1
     assert_same_weights(tmp_path, 4)
+    assert_checkpoint_has_slots(tmp_path)
 
 
 def test_a_hung_worker_covered_by_a_backup_is_dropped_and_told_to_stop(tmp_path):
@@ -163,19 +175,56 @@ def test_the_example_runs_under_mpiexec():
     assert accuracy > 0.6 and "max_clock_gap=" in result.stdout
 
 
-def test_backup_and_restore_resumes_a_parameter_server_job(tmp_path):
-    run_mpi(3, "ps_resume.py", "straight", tmp_path)
-    crashed = run_mpi(3, "ps_resume.py", "interrupt", tmp_path, check=False, timeout=120)
+@pytest.mark.parametrize("ranks, servers, optimizer", [
+    (3, 1, "sgd"), (3, 1, "momentum"), (4, 2, "adam")])
+def test_backup_and_restore_resumes_a_parameter_server_job(tmp_path, ranks, servers,
+                                                             optimizer):
+    options = ["--servers", servers, "--optimizer", optimizer]
+    run_mpi(ranks, "ps_resume.py", "straight", tmp_path, *options, timeout=300)
+    crashed = run_mpi(ranks, "ps_resume.py", "interrupt", tmp_path, *options, check=False,
+                      timeout=300)
     assert crashed.returncode != 0 and "simulated crash" in crashed.stderr
-    run_mpi(3, "ps_resume.py", "resume", tmp_path)
+    run_mpi(ranks, "ps_resume.py", "resume", tmp_path, *options, timeout=300)
     straight = json.load(open(tmp_path / "straight_history.json"))
     resumed = json.load(open(tmp_path / "resume_history.json"))
-    assert resumed["epoch"] == [1, 2] and resumed["loss"] == straight["loss"][1:]
+    assert resumed["epoch"] == [1, 2]
+    np.testing.assert_allclose(resumed["loss"], straight["loss"][1:], rtol=1e-6)
+    # the logged rate follows the servers' count, restored, not this fit's versions
+    np.testing.assert_allclose(resumed["learning_rate"], straight["learning_rate"][1:])
     expected = np.load(tmp_path / "straight_weights_0.npz")
-    for rank in range(3):                     # the servers' copy too
+    for rank in range(ranks):                 # the servers' copy too
         got = np.load(tmp_path / f"resume_weights_{rank}.npz")
         for key in expected.files:
             np.testing.assert_allclose(got[key], expected[key], rtol=1e-6, atol=1e-7)
+
+
+def optimizer_state(path):
+    model = hiapi.models.load_model(path)
+    return model, [v.numpy() for v in model.optimizer.variables]
+
+
+@pytest.mark.parametrize("ranks, servers, optimizer", [(3, 1, "momentum"), (4, 2, "adam")])
+def test_saved_files_hold_the_one_process_optimizer_state(tmp_path, ranks, servers,
+                                                          optimizer):
+    """ModelCheckpoint during fit (worker 0 asks the servers) and model.save after it (the
+    final state every worker gets) write what one process training on the global batch
+    writes: load_model in one process has the slots and update count."""
+    run_mpi(ranks, "ps_resume.py", "straight", tmp_path, "--servers", servers,
+            "--optimizer", optimizer, timeout=300)
+    steps_per_epoch = 240 // (8 * (ranks - servers))
+    for saved, reference, epochs in [("ckpt-2.hiapi", "reference-2.hiapi", 2),
+                                     ("ckpt-2.keras", "reference-2.hiapi", 2),
+                                     ("final.hiapi", "reference-final.hiapi", 3),
+                                     ("final.keras", "reference-final.hiapi", 3)]:
+        model, state = optimizer_state(tmp_path / saved)
+        want_model, want = optimizer_state(tmp_path / reference)
+        assert model.optimizer.built and len(state) == len(want) > 1, saved
+        assert int(state[0]) == int(want[0]) == epochs * steps_per_epoch, saved
+        assert any(np.abs(slot).max() > 0 for slot in state[1:]), saved   # not fresh zeros
+        for got, expected in zip(state[1:], want[1:]):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7, err_msg=saved)
+        for got, expected in zip(model.get_weights(), want_model.get_weights()):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=saved)
 
 
 def test_scale_lr_follows_what_one_update_averages():

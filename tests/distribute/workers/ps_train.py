@@ -4,7 +4,7 @@ workers' global batch (what synchronous data-parallel training equals).
 
 usage: ps_train.py OUT_DIR --servers S --staleness {0,N,none} [--backup B] [--slow R:SECONDS]
        [--compression NAME] [--optimizer sgd|adam] [--hang R:STEP:SECONDS] [--timeout T]
-       [--fits N]
+       [--fits N] [--checkpoint N]
 """
 import argparse
 import json
@@ -29,6 +29,8 @@ parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--samples", type=int, default=480)
 parser.add_argument("--fits", type=int, default=1)
 parser.add_argument("--reference", action="store_true")
+parser.add_argument("--checkpoint", type=int, default=0,
+                    help="ModelCheckpoint every N batches to OUT_DIR/ckpt.hiapi")
 args = parser.parse_args()
 
 staleness = None if args.staleness == "none" else int(args.staleness)
@@ -66,9 +68,11 @@ class Delay(hiapi.callbacks.Callback):
 
 with strategy.scope():
     model = make_model()
+callbacks = [Delay()] + ([hiapi.callbacks.ModelCheckpoint(
+    f"{args.out}/ckpt.hiapi", save_freq=args.checkpoint)] if args.checkpoint else [])
 for _ in range(args.fits):           # a second fit continues from where the first ended
     history = model.fit(x, y, batch_size=8, epochs=args.epochs, validation_split=0.25,
-                        verbose=0, callbacks=[Delay()])
+                        verbose=0, callbacks=callbacks)
 evaluated = model.evaluate(x, y, verbose=0, return_dict=True)
 stats = strategy.stats
 record = {"history": history.history, "evaluate": evaluated, "serves": strategy.serves,
