@@ -17,9 +17,17 @@ from hiapi.distribute.algorithms.shared_memory import SharedMemoryAllreduce
 from hiapi.distribute.algorithms.shared_window import node_communicator
 
 ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "hierarchical", "auto")
+# training algorithms people ask ``Strategy(algorithm=...)`` for: their own strategy classes
+TRAINING_ALGORITHMS = {"easgd": "EASGDStrategy(tau=..., alpha=...)",
+                       "local_sgd": "LocalSGDStrategy(period=...)"}
 
 
 def check_name(algorithm):
+    if algorithm in TRAINING_ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r} names an allreduce algorithm here; "
+                         f"{algorithm} is its own strategy: hiapi.distribute."
+                         f"{TRAINING_ALGORITHMS[algorithm]} (which takes algorithm= for its "
+                         f"own allreduce)")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"allreduce algorithm must be one of {', '.join(map(repr, ALGORITHMS))}"
                          f", got {algorithm!r}")

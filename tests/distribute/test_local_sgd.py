@@ -52,6 +52,11 @@ def test_arguments_are_checked():
         hiapi.distribute.LocalSGDStrategy(period=2, compression="topk")
     with pytest.raises(ValueError, match="workers \\* alpha = 2"):
         hiapi.distribute.EASGDStrategy(tau=2, alpha=2.0)
+    # the spelling, Strategy(algorithm="easgd"), points to the class
+    with pytest.raises(ValueError, match="EASGDStrategy\\(tau=..., alpha=...\\)"):
+        hiapi.distribute.Strategy(algorithm="easgd")
+    with pytest.raises(ValueError, match="LocalSGDStrategy\\(period=...\\)"):
+        hiapi.distribute.Strategy(algorithm="local_sgd")
 
 
 def test_one_process_local_sgd_is_plain_training():
