@@ -175,11 +175,14 @@ def test_the_example_runs_under_mpiexec():
     assert accuracy > 0.6 and "max_clock_gap=" in result.stdout
 
 
-@pytest.mark.parametrize("ranks, servers, optimizer", [
-    (3, 1, "sgd"), (3, 1, "momentum"), (4, 2, "adam")])
+@pytest.mark.parametrize("ranks, servers, optimizer, mid_epoch", [
+    (3, 1, "sgd", False), (3, 1, "momentum", False), (4, 2, "adam", False),
+    (3, 1, "momentum", True)])
 def test_backup_and_restore_resumes_a_parameter_server_job(tmp_path, ranks, servers,
-                                                             optimizer):
+                                                             optimizer, mid_epoch):
     options = ["--servers", servers, "--optimizer", optimizer]
+    if mid_epoch:          # backups every 4 batches, the job dies at batch 7 of epoch 2
+        options += ["--save-freq", 4, "--crash-batch", 7]
     run_mpi(ranks, "ps_resume.py", "straight", tmp_path, *options, timeout=300)
     crashed = run_mpi(ranks, "ps_resume.py", "interrupt", tmp_path, *options, check=False,
                       timeout=300)

@@ -8,7 +8,9 @@ same model in one process on the workers' global batch and saves that too, so th
 check the parameter-server files hold the one-process optimizer state.
 
 usage: ps_resume.py MODE OUT_DIR [--servers S] [--optimizer sgd|momentum|adam]
-       MODE: straight | interrupt | resume
+       [--save-freq N --crash-batch K]
+       MODE: straight | interrupt | resume; with --crash-batch the job dies at batch K of
+       epoch 2 and BackupAndRestore backs up every N batches (a mid-epoch resume)
 """
 import argparse
 import json
@@ -23,6 +25,8 @@ parser.add_argument("mode", choices=["straight", "interrupt", "resume"])
 parser.add_argument("out")
 parser.add_argument("--servers", type=int, default=1)
 parser.add_argument("--optimizer", default="sgd")
+parser.add_argument("--save-freq", type=int, default=None)
+parser.add_argument("--crash-batch", type=int, default=None)
 args = parser.parse_args()
 mode, out = args.mode, args.out
 
@@ -51,11 +55,17 @@ with strategy.scope():
 
 class Crash(hiapi.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
-        if epoch == 1 and strategy.rank == 0:
+        self.epoch = epoch
+        if epoch == 1 and strategy.rank == 0 and args.crash_batch is None:
+            raise RuntimeError("simulated crash")
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.epoch == 1 and strategy.rank == 0 and batch == args.crash_batch:
             raise RuntimeError("simulated crash")
 
 
-callbacks = [] if mode == "straight" else [hiapi.callbacks.BackupAndRestore(f"{out}/backup")]
+backup = hiapi.callbacks.BackupAndRestore(f"{out}/backup", save_freq=args.save_freq or "epoch")
+callbacks = [] if mode == "straight" else [backup]
 callbacks += [Crash()] if mode == "interrupt" else []
 if mode == "straight":
     callbacks += [hiapi.callbacks.ModelCheckpoint(f"{out}/ckpt-{{epoch}}.keras"),
