@@ -283,6 +283,13 @@ class Strategy:
         if self.sharding and getattr(model, "optimizer", None) is not None:
             self.sharding.consolidate(model.optimizer)
 
+    def gather_totals(self, vector):
+        """Every rank's running totals (a collective: every rank backs up at the same step)."""
+        if self.size == 1:
+            return [vector]
+        gathered, sizes = self.communicator.allgather(vector)
+        return np.split(gathered, np.cumsum(sizes)[:-1])
+
     def reduce_totals(self, compiled):
         vector = compiled.totals_vector()
         compiled.load_totals(self.communicator.allreduce(vector))

@@ -201,6 +201,13 @@ class ParameterServerStrategy(Local):
         self.client.finish()
         self._fitting = False
 
+    def gather_totals(self, vector):
+        """Rank 0's running totals only: a collective among workers would wait for the
+        slowest one at every mid-epoch backup, and never return with a dead one. After a
+        mid-epoch resume rank 0 logs the whole epoch; the other workers log the epoch's
+        batches since the resume."""
+        return [vector]
+
     def consolidate(self, model):
         """Before rank 0 saves during ``fit`` (``ModelCheckpoint``, ``BackupAndRestore``): fill
         its copy of the optimizer state from the servers, with their weights (a pull), so the

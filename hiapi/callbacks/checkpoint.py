@@ -144,10 +144,7 @@ class BackupAndRestore(Callback):
         plan, compiled = self.model.distribution, self.model._compiled_targets
         layout = compiled.totals_layout()
         vector = compiled.totals_vector() if layout is not None else np.zeros(0)
-        rows = [vector]
-        if plan.size > 1:
-            gathered, sizes = plan.communicator.allgather(vector)
-            rows = np.split(gathered, np.cumsum(sizes)[:-1])
+        rows = plan.gather_totals(vector)
         if layout is None:
             return None
         return {"layout": layout, "ranks": [row.tolist() for row in rows]}

@@ -44,6 +44,11 @@ class Local:
     def reduce_totals(self, compiled):
         pass
 
+    def gather_totals(self, vector):
+        """Before rank 0 writes a mid-epoch backup: the workers' running loss/metric totals,
+        one row per worker (``BackupAndRestore`` restores each worker's own)."""
+        return [vector]
+
     def consolidate(self, model):
         """Before a save, on every worker: gather state kept sharded (ZeRO) onto rank 0."""
 

@@ -87,12 +87,15 @@ def test_backup_worker_drops_late_gradients_and_compressed_pushes_send_less(tmp_
 
 
 def test_a_hung_worker_covered_by_a_backup_is_dropped_and_told_to_stop(tmp_path):
+    """With mid-epoch backups too: they gather no collective a dead worker would block."""
     run_mpi(4, "ps_train.py", tmp_path, "--backup", 1, "--hang", "2:2:5", "--timeout", 1.5,
-            "--epochs", 1, "--samples", 240, timeout=300)
+            "--epochs", 1, "--samples", 240, "--backup-every", 2, timeout=120)
     logs = records(tmp_path, 4)
     assert logs[0]["stats"]["dead"] == [2]
     assert logs[2]["stopped"] and not logs[0]["stopped"]
     assert_same_weights(tmp_path, 4)
+    model = hiapi.models.load_model(tmp_path / "backup" / "latest.hiapi")
+    assert model.optimizer.built and model._saved_extra["epoch"] == 1   # the epoch's end
 
 
 def test_more_dead_workers_than_backups_abort_the_job(tmp_path):

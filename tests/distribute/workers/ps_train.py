@@ -4,7 +4,7 @@ workers' global batch (what synchronous data-parallel training equals).
 
 usage: ps_train.py OUT_DIR --servers S --staleness {0,N,none} [--backup B] [--slow R:SECONDS]
        [--compression NAME] [--optimizer sgd|adam] [--hang R:STEP:SECONDS] [--timeout T]
-       [--fits N] [--checkpoint N]
+       [--fits N] [--checkpoint N] [--backup-every N]
 """
 import argparse
 import json
@@ -31,6 +31,8 @@ parser.add_argument("--fits", type=int, default=1)
 parser.add_argument("--reference", action="store_true")
 parser.add_argument("--checkpoint", type=int, default=0,
                     help="ModelCheckpoint every N batches to OUT_DIR/ckpt.hiapi")
+parser.add_argument("--backup-every", type=int, default=0,
+                    help="BackupAndRestore every N batches in OUT_DIR/backup")
 args = parser.parse_args()
 
 staleness = None if args.staleness == "none" else int(args.staleness)
@@ -70,6 +72,9 @@ with strategy.scope():
     model = make_model()
 callbacks = [Delay()] + ([hiapi.callbacks.ModelCheckpoint(
     f"{args.out}/ckpt.hiapi", save_freq=args.checkpoint)] if args.checkpoint else [])
+callbacks += [hiapi.callbacks.BackupAndRestore(f"{args.out}/backup", save_freq=args.backup_every,
+                                               delete_checkpoint=False)] \
+    if args.backup_every else []
 for _ in range(args.fits):           # a second fit continues from where the first ended
     history = model.fit(x, y, batch_size=8, epochs=args.epochs, validation_split=0.25,
                         verbose=0, callbacks=callbacks)
