@@ -2,14 +2,20 @@
 the activations GPipe and 1F1B hold per stage, and a model whose memory plan does not fit a
 per-process ``memory_budget`` on one process but trains on 4 stages.
 
-    python benchmarks/pipeline.py [--stages 2] [--steps 6] [--skip-budget]
+    python benchmarks/pipeline.py [--stages 2] [--steps 8] [--skip-budget] [--bubble-only]
 
-1. Bubble: an MLP of 7 equal Dense(1024) layers (3 + 4 balance 2 stages: the first runs its
-   forward twice, re-materialising it), global batch 1024, for
-   M = 1, 2, 4, 8, 16 micro-batches: each rank measures the idle fraction of its step (time
-   blocked waiting for a neighbour's activation or gradient, or for its own sends to be taken,
-   over wall time, after a warm-up epoch); printed per rank against (K-1)/(M+K-1). Run it with
-   one rank per free core: a rank that waits for the CPU looks like a bubble.
+1. Bubble: an MLP of 9 equal Dense(1024) layers and a Dense(10) head, global batch 1024, for
+   M = 1, 2, 4, 8, 16 micro-batches. The split is 4 | 5 layers, which balances 2 stages as they
+   run (``split.stage_actions``): the first re-runs its forward in its backward and computes no
+   gradient for its input, 4 + 4 + 4 + 3 = 15 matmuls per micro-batch, the second 5 * 3. Each
+   rank measures the idle fraction of its steps (time blocked waiting for a neighbour's
+   activation or gradient, for its own sends to be taken, or in the step's closing collective,
+   over wall time, after a warm-up step), over all steps and the median step (a neighbour's
+   load on a shared machine lands in a few steps). Printed: the mean over ranks against the ideal
+   (K-1)/(M+K-1), against the schedule simulated with the estimated stage costs, and against
+   the schedule simulated with the stage times measured in the same run (what is left is
+   communication and the ranks slowing each other down). Run it with one rank per free core:
+   a rank that waits for the CPU looks like a bubble.
 2. Memory: the bytes of entering activations each stage holds between forward and backward,
    GPipe against 1F1B, K stages, M = 8 (GPipe holds M micro-batches, 1F1B at most K - k).
 3. Budget: a 24 x Dense(1024) MLP, batch 1024, compiled with ``memory_budget`` below what one
@@ -43,7 +49,7 @@ def worker(schedule, micro_batches, steps, budget):
     import hiapi
     strategy = hiapi.distribute.Strategy(pipeline_stages=int(os.environ["STAGES"]),
                                          micro_batches=micro_batches, schedule=schedule)
-    depth, width, batch = (24, 1024, 1024) if budget else (7, 1024, 1024)
+    depth, width, batch = (24, 1024, 1024) if budget else (9, 1024, 1024)
     with strategy.scope():
         model = mlp(depth, width)
         model.compile(optimizer=hiapi.optimizers.SGD(0.01),
@@ -52,12 +58,15 @@ def worker(schedule, micro_batches, steps, budget):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(batch * steps, width)).astype("float32")
     y = rng.integers(0, 10, len(x))
-    model.fit(x[:batch * 2], y[:batch * 2], batch_size=batch, epochs=1, verbose=0)  # compile
+    model.fit(x[:batch], y[:batch], batch_size=batch, epochs=1, verbose=0)      # compile
     strategy.pipeline_stats.__init__()
     model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     report = strategy.explain(print_fn=lambda text: None)
     record = {"rank": strategy.rank, "bubble": report["measured_bubble_this_rank"],
+              "median_step_bubble": float(np.median(strategy.pipeline_stats.step_bubbles)),
+              "ideal": report["ideal_bubble"],
               "predicted": report["predicted_bubble"],
+              "seconds_per_micro_batch": report["measured_seconds_per_micro_batch_this_rank"],
               "held_bytes": report["peak_held_activation_bytes_this_rank"],
               "held_micro_batches": report["activations_held"],
               "arena_bytes": report["planned_arena_bytes_this_rank"],
@@ -65,6 +74,15 @@ def worker(schedule, micro_batches, steps, budget):
     everyone = strategy.communicator.comm.gather(record, root=0)
     if strategy.rank == 0:
         print("RESULT " + json.dumps(everyone), flush=True)
+
+
+def from_measured_times(records, schedule, micro_batches):
+    """The schedule's bubble (mean over stages) simulated with each stage's measured forward
+    and backward seconds per micro-batch."""
+    from hiapi.distribute.pipeline import schedules
+    actions = [r["seconds_per_micro_batch"] for r in records]
+    return float(np.mean(schedules.predicted_bubble(len(records), micro_batches,
+                                                    schedules.get(schedule), actions)))
 
 
 def run(stages, schedule, micro_batches, steps, budget=False):
@@ -98,8 +116,9 @@ def one_process_budget():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--skip-budget", action="store_true")
+    parser.add_argument("--bubble-only", action="store_true")
     parser.add_argument("--worker", nargs=3, metavar=("SCHEDULE", "M", "STEPS"))
     parser.add_argument("--budget", action="store_true")
     args = parser.parse_args()
@@ -111,13 +130,27 @@ def main():
     K = args.stages
     for M in (1, 2, 4, 8, 16):
         records = run(K, "1f1b", M, args.steps)
-        measured = [r["bubble"] for r in records]
+        measured = float(np.mean([r["bubble"] for r in records]))
+        median = float(np.mean([r["median_step_bubble"] for r in records]))
+        simulated = from_measured_times(records, "1f1b", M)
+        ideal = records[0]["ideal"]
         print(json.dumps({"benchmark": "bubble", "stages": K, "micro_batches": M,
-                          "predicted": round(records[0]["predicted"], 3),
-                          "measured_per_rank": [round(b, 3) for b in measured],
-                          "measured_mean": round(float(np.mean(measured)), 3),
-                          "ratio": round(float(np.mean(measured)) / records[0]["predicted"], 2),
+                          "split": [len(layers) for layers in records[0]["split"]],
+                          "ideal": round(ideal, 3),
+                          "predicted_from_costs": round(records[0]["predicted"], 3),
+                          "predicted_from_measured_stage_times": round(simulated, 3),
+                          "measured_per_rank": [round(r["bubble"], 3) for r in records],
+                          "measured_mean": round(measured, 3),
+                          "ratio_to_ideal": round(measured / ideal, 2),
+                          "median_step_mean": round(median, 3),
+                          "median_step_ratio_to_ideal": round(median / ideal, 2),
+                          "ratio_to_measured_stage_times": round(measured / simulated, 2),
+                          "ms_per_micro_batch_forward_backward": [
+                              [round(1e3 * t, 2) for t in r["seconds_per_micro_batch"]]
+                              for r in records],
                           "load_average": load}), flush=True)
+    if args.bubble_only:
+        return
     for schedule in ("gpipe", "1f1b"):
         records = run(K, schedule, 8, args.steps)
         print(json.dumps({"benchmark": "activations held", "stages": K, "micro_batches": 8,

@@ -60,7 +60,7 @@ def step_timeline(model, x, y, batch_size, repeats=3):
     counters = dict(vars(plan.stats)) if hasattr(plan, "stats") else None     # bytes, steps
     batch = getattr(plan, "_batch", None)
     feeds = [*xs, *ys, *weights, *model.optimizer.step_values(),
-             *plan.step_values(n, n * plan.size)]
+             *plan.step_values(n, plan.global_batch(n))]
     backend = get_backend()
     arrays = [step._coerce(var, value, backend) for var, value in zip(step.inputs, feeds)]
     executable = step.executable(tuple(tuple(a.shape) for a in arrays))

@@ -177,6 +177,10 @@ class Strategy:
     def agree_batch(self, local_n, has_batch, step, what):
         return agree_batch(self.communicator, local_n, has_batch, step, what)
 
+    def global_batch(self, local_n):
+        """Every rank holds ``local_n`` samples of its own (``train_on_batch``)."""
+        return local_n * self.size
+
     def step_inputs(self):
         return [self._scale]
 

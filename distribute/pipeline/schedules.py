@@ -2,11 +2,17 @@
 ("B") passes within one global batch (the seed notes: GPipe, Huang et al. 2019; 1F1B,
 PipeDream-Flush, Narayanan et al. 2021).
 
-With K stages and M micro-batches, both schedules leave each stage idle for the same
-*bubble*, (K - 1) / (M + K - 1) of the step when every stage takes the same time. They differ
-in memory: GPipe runs all M forwards before any backward, so a stage holds M micro-batches'
-activations; 1F1B starts the backward of micro-batch m as soon as it can, so stage k holds at
-most K - k of them (warm-up forwards), which bounds memory by K instead of M.
+With K stages and M micro-batches, each stage is idle for a *bubble* of (K - 1) / (M + K - 1)
+of the step when every stage's forward takes the same time and its backward too. The stages
+here do not: a stage's backward re-runs its forward (re-materialisation, ``stage.py``) and the
+last stage has no forward of its own (its backward starts from the loss), so its forward work
+comes only in the backward phase. ``predicted_bubble`` simulates the schedule with each
+stage's (forward, backward) times: for 1F1B with equal forward-plus-backward per stage it is
+still (K - 1) / (M + K - 1) (the last stage alternates from its first micro-batch); GPipe's is
+larger, since its last stage idles through the forward phase and then does all its work.
+They differ in memory: GPipe runs all M forwards before any backward, so a stage holds M
+micro-batches' activations; 1F1B starts the backward of micro-batch m as soon as it can, so
+stage k holds at most K - k of them (warm-up forwards), which bounds memory by K instead of M.
 """
 
 
@@ -43,6 +49,14 @@ def get(name):
 def ideal_bubble(stages, micro_batches):
     """The idle fraction of each stage with equal stage times: (K - 1) / (M + K - 1)."""
     return (stages - 1) / (micro_batches + stages - 1)
+
+
+def predicted_bubble(stages, micro_batches, schedule, actions):
+    """Each stage's idle fraction of the step when stage k's forward and backward take
+    ``actions[k] = (forward, backward)`` (any unit), communication free (``simulate``)."""
+    step, busy = simulate(stages, micro_batches, schedule, [f for f, _ in actions],
+                          [b for _, b in actions])
+    return [1.0 - b / step if step else 0.0 for b in busy]
 
 
 def peak_in_flight(order):

@@ -5,7 +5,9 @@ roofline, the larger of its FLOPs (the cost model the profiler uses,
 ``hiapi.graph.memory.cost.flops``) and its bytes moved times the machine's ridge point (FLOPs a
 core does in the time it moves a byte: memory-bound pooling, normalisation and elementwise
 layers are not free), times three for forward plus backward. The split minimises the slowest
-stage (the classic linear-partition dynamic programme, exact for contiguous stages).
+stage's work per micro-batch as the stages run it (``stage_actions``: re-materialisation on
+all but the last stage, no input gradient on the first), with the classic linear-partition
+dynamic programme, exact for contiguous stages.
 ``pipeline_split=[names]`` names the first layer of stages 1..K-1 instead.
 """
 import numpy as np
@@ -56,22 +58,41 @@ def layer_costs(layers, input_shape, input_dtype, batch):
     return costs
 
 
-def stage_weights(stages):
-    """What a layer costs on each stage, relative to its forward plus backward: every stage but
-    the last runs the forward twice (once to send the activation on, once again before its
-    backward: re-materialisation), 4 forward-equivalents against the last stage's 3."""
-    return [4 / 3] * (stages - 1) + [1.0]
+def stage_actions(costs, starts):
+    """Estimated (forward, backward) cost per micro-batch of each stage's two actions, as
+    ``stage.py`` runs them. A layer's cost is forward plus backward, about three forwards
+    (``layer_costs``). A stage but the last: forward, a third of its layers' cost; backward,
+    the forward again (re-materialisation) and the backward, its whole cost. The last stage's
+    forward only receives (its backward runs the forward); the first stage computes no
+    gradient for its input, about a forward of its first layer less. Balanced stages (equal
+    forward plus backward) leave the 1F1B bubble at (K-1)/(M+K-1) (``schedules.simulate``)."""
+    bounds = list(starts) + [len(costs)]
+    actions = []
+    for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        total = float(sum(costs[a:b]))
+        last = k == len(starts) - 1
+        forward = 0.0 if last else total / 3
+        backward = total - (costs[0] / 3 if k == 0 and not last else 0.0)
+        actions.append((forward, backward))
+    return actions
 
 
-def balanced_split(costs, stages, weights=None):
-    """Start index of each stage that minimises the largest stage cost (stage k's layers
-    costing ``weights[k]`` times their cost; 1 by default)."""
-    weights = weights or [1.0] * stages
+def balanced_split(costs, stages):
+    """Start index of each stage that minimises the largest stage's forward plus backward
+    (``stage_actions``): the classic linear-partition dynamic programme over contiguous
+    stages, exact for this cost model."""
     n = len(costs)
     if stages > n:
         raise ValueError(f"Strategy: pipeline_stages={stages} is more than the model's {n} "
                          f"layers")
     prefix = np.concatenate([[0.0], np.cumsum(costs, dtype=np.float64)])
+
+    def stage_cost(k, j, i):             # stage k holds layers j..i-1
+        total = prefix[i] - prefix[j]
+        if k == stages - 1:
+            return total
+        return 4 / 3 * total - (costs[0] / 3 if k == 0 else 0.0)
+
     inf = float("inf")
     best = [[inf] * (n + 1) for _ in range(stages + 1)]   # best[k][i]: first i layers, k stages
     cut = [[0] * (n + 1) for _ in range(stages + 1)]
@@ -79,7 +100,7 @@ def balanced_split(costs, stages, weights=None):
     for k in range(1, stages + 1):
         for i in range(k, n + 1):
             for j in range(k - 1, i):                        # the last stage is layers j..i-1
-                value = max(best[k - 1][j], weights[k - 1] * (prefix[i] - prefix[j]))
+                value = max(best[k - 1][j], stage_cost(k - 1, j, i))
                 if value < best[k][i]:
                     best[k][i], cut[k][i] = value, j
     starts, i = [], n

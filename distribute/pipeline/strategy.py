@@ -26,8 +26,8 @@ What it does:
 Run without ``mpiexec``, the same script trains in one process, with the micro-batches.
 ``mpiexec -n D*K*T`` with ``tensor_parallel=T`` splits each stage's layers over T ranks too
 (``hiapi.distribute.tensor_parallel``'s rewrite, applied to the stage's graphs) and runs D
-data-parallel replicas of the whole. Not yet: functional (non-chain) models; saving the
-optimizer state of a pipeline x tensor grid.
+data-parallel replicas of the whole; saving gathers its optimizer state too (``grid_state.py``).
+Not yet: functional (non-chain) models.
 """
 import warnings
 
@@ -37,6 +37,7 @@ from hiapi.backends import get_backend
 from hiapi.distribute import sharding
 from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
 from hiapi.distribute.pipeline import schedules, split
+from hiapi.distribute.pipeline.grid_state import GridOptimizerState
 from hiapi.distribute.pipeline.stage import StagePrograms
 from hiapi.distribute.pipeline.train_step import PipelineStats, PipelineTrainStep
 from hiapi.distribute.strategy import Strategy
@@ -107,6 +108,7 @@ class PipelineStrategy(Strategy):
         self.pipeline_split = list(pipeline_split) if pipeline_split is not None else None
         self.pipeline_stats = PipelineStats()
         self.stage, self.starts, self.costs, self.ownership = None, None, None, None
+        self.optimizer_state = None        # ownership, or the grid's (tensor slices too)
         self._model, self._stage_of = None, {}
 
     # ---- the train step ----------------------------------------------------------------------
@@ -126,8 +128,7 @@ class PipelineStrategy(Strategy):
         self.costs = split.layer_costs(layers, spec[0], spec[1], batch=micro_batch)
         self.starts = split.split_from_names(layers, self.pipeline_split, self.pipeline_stages) \
             if self.pipeline_split is not None and self.pipeline_stages > 1 else \
-            split.balanced_split(self.costs, self.pipeline_stages,
-                                 split.stage_weights(self.pipeline_stages))
+            split.balanced_split(self.costs, self.pipeline_stages)
         bounds = self.starts + [len(layers)]
         input_spec = spec
         for index in range(self.stage_index):    # the shape entering our stage
@@ -150,8 +151,9 @@ class PipelineStrategy(Strategy):
         self.ownership = StageOwnership(self.communicator, stage_of)
         self.ownership._trained = list(model.trainable_weights)
         self.stage.build_update(model.optimizer)
-        model.optimizer.sharded_by = self.ownership if self.rewrite is None else \
-            UnsavedSlicedState()
+        self.optimizer_state = self.ownership if self.rewrite is None else \
+            GridOptimizerState(self, self.ownership)
+        model.optimizer.sharded_by = self.optimizer_state
         self._model = model
         return PipelineTrainStep(self, self.stage, model._compiled_targets,
                                  (1, len(ys), len(ys) if weighted else 0), self.schedule)
@@ -175,12 +177,16 @@ class PipelineStrategy(Strategy):
     def agree_batch(self, local_n, has_batch, step, what):
         return LOCAL.agree_batch(local_n, has_batch, step, what)
 
+    def global_batch(self, local_n):
+        """A replica's stages share its ``local_n`` samples (``train_on_batch``)."""
+        return local_n * self.replicas
+
     def step_inputs(self):
         return []
 
     def step_values(self, local_n, global_n):
-        if self.ownership is not None:           # a checkpoint's gathered state: no longer
-            self.ownership.release()
+        if self.optimizer_state is not None:     # a checkpoint's gathered state: no longer
+            self.optimizer_state.release()
         if self._slice_pending:              # first step of fit, after any restore
             for whole, local, axis in self.rewrite.slices.values():
                 local.assign(own_slice(whole.numpy(), self.tensor_parallel, self.part, axis))
@@ -225,20 +231,22 @@ class PipelineStrategy(Strategy):
 
     def consolidate(self, model):
         self._share_weights(model)
-        if self.ownership is not None and model.optimizer.built and self.rewrite is None:
-            self.ownership.consolidate(model.optimizer)
+        if self.optimizer_state is not None and model.optimizer.built:
+            self.optimizer_state.consolidate(model.optimizer)
 
     # ---- explain -----------------------------------------------------------------------------
     def explain(self, model=None, print_fn=print):
-        """The split, each stage's estimated cost and planned memory, and the bubble: predicted
-        ((K-1)/(M+K-1)) and, after training steps, measured on this rank."""
+        """The split, each stage's estimated cost and planned memory, and the bubble: ideal
+        ((K-1)/(M+K-1)), predicted for this schedule and these stages' estimated costs
+        (``schedules.predicted_bubble``) and, after training steps, measured on this rank."""
         if self.starts is None:
             raise RuntimeError("strategy.explain(): the split is chosen when fit builds the "
                                "train step; call it after fit (or a train_on_batch)")
         K, M = self.pipeline_stages, self.micro_batches
         bounds = self.starts + [len(self.costs)]
-        stage_costs = [w * sum(self.costs[a:b]) for w, a, b in
-                       zip(split.stage_weights(K), bounds, bounds[1:])]
+        actions = split.stage_actions(self.costs, self.starts)
+        stage_costs = [f + b for f, b in actions]
+        predicted = schedules.predicted_bubble(K, M, self.schedule, actions)
         names = [layer.name for layer in split.stage_layers(self._model)]
         report = {"stages": K, "replicas": self.replicas, "micro_batches": M,
                   "tensor_parallel": self.tensor_parallel,
@@ -247,7 +255,11 @@ class PipelineStrategy(Strategy):
                   "split": [names[a:b] for a, b in zip(bounds, bounds[1:])],
                   "stage_gflop_per_micro_batch": [c / 1e9 for c in stage_costs],   # roofline
                   "balance": max(stage_costs) / (sum(stage_costs) / K),
-                  "predicted_bubble": schedules.ideal_bubble(K, M),
+                  "ideal_bubble": schedules.ideal_bubble(K, M),
+                  "predicted_bubble": float(np.mean(predicted)),
+                  "predicted_bubble_per_stage": predicted,
+                  "measured_seconds_per_micro_batch_this_rank":
+                  self.pipeline_stats.action_seconds,
                   "activations_held": schedules.peak_in_flight(
                       self.schedule(self.stage_index, K, M)),
                   "measured_bubble_this_rank": self.pipeline_stats.bubble
@@ -262,26 +274,14 @@ class PipelineStrategy(Strategy):
             lines.append(f"  stage {k}: {len(layers)} layers ({layers[0]} .. {layers[-1]}), "
                          f"{cost / 1e6:.2f} MFLOP-equivalent per micro-batch")
         lines.append(f"  slowest stage / mean: {report['balance']:.2f}; predicted bubble "
-                     f"(K-1)/(M+K-1) = {report['predicted_bubble']:.3f}")
+                     f"{report['predicted_bubble']:.3f} ({self.schedule_name} with these "
+                     f"stages; (K-1)/(M+K-1) = {report['ideal_bubble']:.3f})")
         if report["measured_bubble_this_rank"] is not None:
             lines.append(f"  measured on rank {self.rank}: bubble "
                          f"{report['measured_bubble_this_rank']:.3f}, at most "
                          f"{report['activations_held']} micro-batches of activations held")
         print_fn("\n".join(lines))
         return report
-
-
-class UnsavedSlicedState:
-    """Saving the optimizer state of a pipeline x tensor grid is not done yet."""
-
-    def consolidated_state(self, optimizer, what):
-        raise NotImplementedError(
-            f"{what}: saving the optimizer state under Strategy(pipeline_stages=..., "
-            f"tensor_parallel=...) is not supported yet; use include_optimizer=False or "
-            f"save_weights (each alone supports it)")
-
-    def restore(self, optimizer, values, filepath):
-        self.consolidated_state(optimizer, f"restoring {filepath}")
 
 
 def _grid(communicator, stage, replica, part, stages, parts):

@@ -52,18 +52,22 @@ class PipelineTrainStep:
                 held = sum(a.nbytes for a in entering.values())
                 self.stats.peak_held_bytes = max(self.stats.peak_held_bytes, held)
                 if not stage.last:
+                    began = time.perf_counter()
                     output = stage.forward(activation)
+                    self.stats.forward_seconds += time.perf_counter() - began
                     sends.append(self._send(output, stage.index + 1, m, FORWARD))
                 continue
             share = np.float32((part.stop - part.start) / total * strategy._replica_share)
             activation = entering.pop(m)
             if stage.last:
                 targets = [t[part] for t in feed[self.n_inputs:n_feed]]
+                began = time.perf_counter()
                 outputs = stage.backward(activation, *targets, share)
                 results[m] = outputs[:stage.result_count]
                 gradients = outputs[stage.result_count:]
             else:
                 upstream = self._receive(stage.output_spec, part, stage.index + 1, m, BACKWARD)
+                began = time.perf_counter()
                 outputs = stage.backward(activation, upstream, share)
                 regularization += float(outputs[0])
                 gradients = outputs[1:]
@@ -72,6 +76,8 @@ class PipelineTrainStep:
                 gradients = gradients[1:]
             accumulated = [np.array(g, copy=True) for g in gradients] if accumulated is None \
                 else [a.__iadd__(g) for a, g in zip(accumulated, gradients)]
+            self.stats.backward_seconds += time.perf_counter() - began
+            self.stats.micro_batches += 1
         stage.set_counters(lambda c: base[id(c)] + len(slices))
         if strategy.replicas > 1:                 # the stage's gradient over all replicas
             accumulated = _allreduce(strategy.data_communicator, accumulated)
@@ -80,10 +86,11 @@ class PipelineTrainStep:
         for _, request in sends:                    # (each array kept alive until sent)
             request.Wait()
         self._waited += time.perf_counter() - began
+        combined = self._share_results(results, slices, total,
+                                       regularization / strategy._replica_share)
         wall = time.perf_counter() - start
         self.stats.record(wall, wall - self._waited, peak_in_flight(order))
-        return self._share_results(results, slices, total,
-                                   regularization / strategy._replica_share)
+        return combined
 
     # ---- messages between neighbouring stages ----------------------------------------------
     def _receive(self, spec, part, source, m, direction):
@@ -100,11 +107,16 @@ class PipelineTrainStep:
 
     # ---- the step's loss and metrics, the same on every rank --------------------------------
     def _share_results(self, results, slices, total, regularization):
+        """The step's results from the last stage to all. Its collectives are where a stage
+        that finished early waits for the others (the step ends together), so that wait
+        counts as idle: without it a stage's idle tail would fall outside its step."""
         combined = self._combine(results, slices, total) if self.stage.last else None
         if self.comm is None:
             return combined
+        began = time.perf_counter()
         regularization = self.comm.allreduce(regularization)   # earlier stages' penalties
         combined = self.comm.bcast(combined, root=self.strategy.pipeline_stages - 1)
+        self._waited += time.perf_counter() - began
         combined[0] = combined[0] + np.asarray(regularization, combined[0].dtype)
         return combined
 
@@ -141,16 +153,27 @@ def _micro_batches(total, count):
 
 
 class PipelineStats:
-    """Measured per step on this stage: wall time, time not spent waiting for a neighbour
-    (receiving, or for its sends to be taken), the most micro-batches held between their
-    forward and backward and their bytes. ``bubble`` is the idle fraction."""
+    """Measured on this stage since the last reset: steps, their wall time (from the first
+    micro-batch to the end of the step's closing collective, where every stage meets), the
+    part of it not spent waiting for a neighbour (receiving, its sends being taken, the
+    closing collective), the most micro-batches held between their forward and backward and
+    their bytes, and the seconds the stage's own forward and backward actions took (the
+    backward with its gradient accumulation) over ``micro_batches`` micro-batches.
+    ``bubble`` is the idle fraction; ``action_seconds`` the mean (forward, backward) per
+    micro-batch, what ``schedules.simulate`` needs to predict the bubble of these stage
+    times. ``step_bubbles`` keeps each step's idle fraction: on a shared machine a neighbour's
+    load lands in a few steps, and their median says what the schedule does without it."""
 
     def __init__(self):
         self.steps, self.wall, self.busy, self.peak_in_flight = 0, 0.0, 0.0, 0
         self.peak_held_bytes = 0        # activations entering the stage, kept for backward
+        self.forward_seconds = self.backward_seconds = 0.0
+        self.micro_batches = 0
+        self.step_bubbles = []
 
     def record(self, wall, busy, in_flight):
         self.steps += 1
+        self.step_bubbles.append(1.0 - busy / wall if wall else float("nan"))
         self.wall += wall
         self.busy += busy
         self.peak_in_flight = max(self.peak_in_flight, in_flight)
@@ -158,3 +181,10 @@ class PipelineStats:
     @property
     def bubble(self):
         return 1.0 - self.busy / self.wall if self.wall else float("nan")
+
+    @property
+    def action_seconds(self):
+        if not self.micro_batches:
+            return None
+        return (self.forward_seconds / self.micro_batches,
+                self.backward_seconds / self.micro_batches)

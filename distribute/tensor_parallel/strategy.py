@@ -147,6 +147,10 @@ class TensorParallelStrategy(Strategy):
     def agree_batch(self, local_n, has_batch, step, what):
         return LOCAL.agree_batch(local_n, has_batch, step, what)
 
+    def global_batch(self, local_n):
+        """A replica's tensor parts share its ``local_n`` samples (``train_on_batch``)."""
+        return local_n * self.replicas
+
     def step_inputs(self):
         return self.data.step_inputs() if self.data else []
 

@@ -26,6 +26,13 @@ class Local:
         """The batch size summed over workers (None when the data has run out)."""
         return local_n if has_batch else None
 
+    def global_batch(self, local_n):
+        """The global batch of a step in which this process was handed ``local_n`` samples
+        (``train_on_batch``): one process's own batch here; under a strategy, the samples of
+        every process that holds its own (data-parallel replicas, not pipeline stages or
+        tensor parts, which share theirs)."""
+        return local_n * self.size
+
     def step_inputs(self):
         return []
 

@@ -352,7 +352,7 @@ class Trainer:
         self._compiled_targets.reset()
         n, plan = len(xs[0]), self.distribution
         self._compiled_targets.record(step(*xs, *ys, *weights, *self.optimizer.step_values(),
-                                           *plan.step_values(n, n * plan.size)), n)
+                                           *plan.step_values(n, plan.global_batch(n))), n)
         logs = self._compiled_targets.logs()
         return logs if return_dict else _as_result(logs)
 
@@ -393,7 +393,7 @@ class Trainer:
         step = self._step("train", xs, ys, weights)
         n, plan = len(xs[0]), self.distribution
         feeds = [*xs, *ys, *weights, *self.optimizer.step_values(),
-                 *plan.step_values(n, n * plan.size)]
+                 *plan.step_values(n, plan.global_batch(n))]
         coerced = [step._coerce(var, value, get_backend()) for var, value in
                    zip(step.inputs, feeds)]
         executable = step.executable(tuple(tuple(a.shape) for a in coerced))

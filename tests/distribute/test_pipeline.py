@@ -66,10 +66,49 @@ def test_pipelined_training_equals_one_process(tmp_path, ranks, stages, parts, s
         assert 0.0 < explain["measured_bubble_this_rank"] < 1.0
         if stages == ranks:      # each stage plans less than the whole step (memory_report)
             assert report["arena_mib"] < expected["arena_mib"]
-    if parts == 1:         # (pipeline x tensor does not save the optimizer state yet)
-        for saved, want in zip(optimizer_state(tmp_path / f"{schedule}.hiapi"),
-                               optimizer_state(tmp_path / "reference.hiapi")):
-            np.testing.assert_allclose(saved, want, rtol=1e-5, atol=1e-8)
+    saved_state = optimizer_state(tmp_path / f"{schedule}.hiapi")     # gathered (and joined)
+    want_state = optimizer_state(tmp_path / "reference.hiapi")
+    assert len(saved_state) == len(want_state) > 1
+    for saved, want in zip(saved_state, want_state):
+        np.testing.assert_allclose(saved, want, rtol=1e-5, atol=1e-8)
+
+
+def test_pipeline_x_tensor_backup_resumes_equal_to_uninterrupted(tmp_path):
+    """2 stages x 2 tensor parts: BackupAndRestore gathers the joined optimizer state, and a
+    new run resumed from it gives each rank its stage's slots, sliced: epoch 2 equals the
+    uninterrupted run's."""
+    run_mpi(4, "tensor_resume.py", tmp_path, "mlp", 2, timeout=400)
+    for rank in range(4):
+        straight = np.load(tmp_path / f"straight_{rank}.npz")
+        resumed = np.load(tmp_path / f"resumed_{rank}.npz")
+        for name in straight.files:
+            np.testing.assert_allclose(resumed[name], straight[name], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("ranks,mode,parts,replicas", [
+    (2, "pipeline", 2, 1), (2, "tensor", 2, 1), (4, "pipeline", 2, 2), (4, "tensor", 2, 2)])
+def test_train_on_batch_equals_one_process(tmp_path, ranks, mode, parts, replicas):
+    """train_on_batch's global batch is the replicas' samples: a replica's stages (or tensor
+    parts) share theirs, so its gradient is not divided by the stages (parts) too."""
+    run_mpi(ranks, "train_on_batch.py", tmp_path, mode, "mlp", parts, replicas, timeout=300)
+    subprocess.run([sys.executable, str(WORKERS / "train_on_batch.py"), str(tmp_path),
+                    "reference", "mlp", "1", str(replicas)], check=True, cwd=ROOT, timeout=300)
+    want_weights = np.load(tmp_path / "reference_0.npz")
+    want_logs = json.load(open(tmp_path / "reference_0.json"))
+    logs = [json.load(open(tmp_path / f"{mode}_{rank}.json")) for rank in range(ranks)]
+    for rank in range(ranks):
+        weights = np.load(tmp_path / f"{mode}_{rank}.npz")
+        assert len(weights) == len(want_weights)
+        for name in want_weights:
+            np.testing.assert_allclose(weights[name], want_weights[name], rtol=1e-5, atol=1e-8)
+    per_replica = ranks // replicas                # each replica logs its own samples' loss
+    for step, want in enumerate(want_logs):
+        for key, value in want.items():
+            mean = np.mean([logs[r * per_replica][step][key] for r in range(replicas)])
+            np.testing.assert_allclose(mean, value, rtol=1e-6)
+            for r in range(replicas):               # a replica's ranks agree
+                assert len({logs[r * per_replica + i][step][key]
+                            for i in range(per_replica)}) == 1
 
 
 @pytest.mark.parametrize("stages,micro_batches", list(itertools.product([2, 3, 4], [1, 2, 4, 8, 16])))
@@ -94,17 +133,40 @@ def test_schedules_bubble_and_memory(stages, micro_batches):
 
 def test_balanced_split_minimises_the_slowest_stage():
     rng = np.random.default_rng(0)
+
+    def slowest(costs, starts):
+        return max(f + b for f, b in split.stage_actions(costs, starts))
     for _ in range(30):
         costs = list(rng.integers(1, 50, size=int(rng.integers(3, 9))))
         stages = int(rng.integers(2, min(4, len(costs)) + 1))
-        weights = split.stage_weights(stages)
-        starts = split.balanced_split(costs, stages, weights)
-        bounds = starts + [len(costs)]
-        got = max(w * sum(costs[a:b]) for w, a, b in zip(weights, bounds, bounds[1:]))
-        best = min(max(w * sum(costs[a:b]) for w, a, b in
-                       zip(weights, (0,) + cut, cut + (len(costs),)))
+        starts = split.balanced_split(costs, stages)
+        best = min(slowest(costs, [0, *cut])
                    for cut in itertools.combinations(range(1, len(costs)), stages - 1))
-        assert starts[0] == 0 and got == pytest.approx(best)
+        assert starts[0] == 0 and slowest(costs, starts) == pytest.approx(best)
+    # equal Dense layers: a stage but the last runs its forward twice, the first computes no
+    # input gradient, so 4 | 5 layers balance (4 + 4 + 4 + 3 = 5 * 3 matmuls each)
+    assert split.balanced_split([3.0] * 9, 2) == [0, 4]
+    assert [f + b for f, b in split.stage_actions([3.0] * 9, [0, 4])] == [15.0, 15.0]
+
+
+def test_predicted_bubble_of_the_stages_as_they_run():
+    """1F1B with stages of equal forward plus backward (the last one's forward inside its
+    backward) idles (K-1)/(M+K-1); GPipe, whose last stage waits through the forward phase,
+    more; an imbalanced split more on average over the stages."""
+    for stages, micro_batches in itertools.product([2, 3, 4], [1, 2, 4, 8, 16]):
+        balanced = [(3.0, 9.0)] * (stages - 1) + [(0.0, 12.0)]
+        ideal = schedules.ideal_bubble(stages, micro_batches)
+        one_f = schedules.predicted_bubble(stages, micro_batches, schedules.one_f_one_b,
+                                           balanced)
+        assert one_f == pytest.approx([ideal] * stages)
+        gpipe = schedules.predicted_bubble(stages, micro_batches, schedules.gpipe, balanced)
+        assert all(g >= i - 1e-12 for g, i in zip(gpipe, one_f))
+        if micro_batches == 1:     # one micro-batch runs through the stages one at a time
+            continue
+        assert gpipe[0] > ideal + 0.01
+        slow_last = balanced[:-1] + [(0.0, 14.0)]
+        assert np.mean(schedules.predicted_bubble(stages, micro_batches, schedules.one_f_one_b,
+                                                  slow_last)) > ideal
 
 
 def test_split_by_name_and_errors():

@@ -70,7 +70,7 @@ def train(out, schedule, kind, micro_batches):
                            if "planned (arena)" in line).split()[-2])
     np.savez(f"{out}/{schedule}_{rank}.npz", *model.get_weights())
     if rank == 0:                       # rank 0 alone, after fit: gathers nothing itself
-        model.save(f"{out}/{schedule}.hiapi", include_optimizer=parts == 1)
+        model.save(f"{out}/{schedule}.hiapi")
     with open(f"{out}/{schedule}_{rank}.json", "w") as handle:
         json.dump({"history": history.history, "evaluate": logs, "arena_mib": arena_mib,
                    "explain": None if strategy is None else {"pairs": strategy.pairs}
