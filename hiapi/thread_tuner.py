@@ -70,6 +70,9 @@ class ThreadTuner(Callback):
         self.probed_at = time.perf_counter()
         self.recent = deque(maxlen=RECENT)
 
+    def reads_batch_logs(self, hook, batch):
+        return False                # it times the steps; fit need not build logs for it
+
     def on_train_batch_begin(self, batch, logs=None):
         if self.active:
             self._start = time.perf_counter()

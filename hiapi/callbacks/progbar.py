@@ -63,6 +63,12 @@ class ProgbarLogger(Callback):
                 if self._first_step is None:
                     self._bar.set_postfix_str("compiling the train step", refresh=True)
 
+    def reads_batch_logs(self, hook, batch):
+        """The bar shows the running logs every 10th batch and at the last; a plain line
+        (output to a file) or ``verbose=2`` shows only the epoch's."""
+        return self._bar is not None and self._first_step is not None and (
+            batch % 10 == 0 or self._bar.n + 1 == self._bar.total)
+
     def on_train_batch_end(self, batch, logs=None):
         self._seen = batch + 1
         if self._first_step is None:

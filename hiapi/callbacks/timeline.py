@@ -53,6 +53,9 @@ class Timeline(Callback):
     def on_train_batch_begin(self, batch, logs=None):
         self._step_start = time.perf_counter()
 
+    def reads_batch_logs(self, hook, batch):
+        return False
+
     def on_train_batch_end(self, batch, logs=None):
         if self.recorder is not None and self._step_start is not None:
             self.recorder.complete("train step", self._step_start, time.perf_counter(), "fit",

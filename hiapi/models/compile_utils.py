@@ -13,6 +13,7 @@ from hiapi import losses as losses_module
 from hiapi import metrics as metrics_module
 from hiapi.graph import ops, placeholder
 from hiapi.layers import masks
+from hiapi.models.step_totals import StepTotals
 
 
 def _per_output(value, names, what, default):
@@ -54,6 +55,7 @@ class CompiledTargets:
         self.metrics = None          # [(output index, Metric)], resolved against shapes
         self._weighted = set()       # ids of the metrics that receive sample weights
         self._loss_trackers = None
+        self._totals = None          # StepTotals: adds each step into the trackers and metrics
 
     # ---- labels ------------------------------------------------------------------------------
     def prepare_labels(self, ys):
@@ -161,17 +163,12 @@ class CompiledTargets:
         self._loss_trackers = [metrics_module.Mean() for _ in range(n_losses)]
         for _, metric in self.metrics or []:
             metric.reset_state()
+        self._totals = StepTotals(self._loss_trackers, [m for _, m in self.metrics or []],
+                                  getattr(self, "_metric_sizes", []))
 
     def record(self, results, batch_size):
         """Add one step's outputs; returns the step's total loss."""
-        position = 0
-        for tracker in self._loss_trackers:      # Mean.update_state(loss, batch_size), inlined
-            tracker.total.assign_add(float(results[position]) * batch_size)
-            tracker.count.assign_add(batch_size)
-            position += 1
-        for (_, metric), size in zip(self.metrics, self._metric_sizes):
-            metric.merge_step_outputs(results[position:position + size])
-            position += size
+        self._totals.record(results, batch_size)
         return float(results[0])
 
     def _state_variables(self):

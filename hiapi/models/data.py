@@ -132,8 +132,10 @@ class BatchGatherer:
             buffer = self.buffers[k]
             if buffer is None or len(buffer) < n:
                 buffer = self.buffers[k] = np.empty((n,) + array.shape[1:], array.dtype)
-            # every index is in range (a permutation): "clip" skips numpy's buffered check
-            batch.append(np.take(array, index, axis=0, out=buffer[:n], mode="clip"))
+            # every index is in range (a permutation): "clip" skips numpy's buffered check;
+            # the method, not np.take, skips numpy's Python-level dispatch
+            batch.append(array.take(index, axis=0, out=buffer if len(buffer) == n else
+                                    buffer[:n], mode="clip"))
         return batch
 
 

@@ -6,6 +6,7 @@ logged values (``compile_utils.CompiledTargets``), which go to the callbacks and
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
@@ -227,6 +228,10 @@ class Trainer:
         if self._resume_at is not None:          # set by BackupAndRestore
             initial_epoch, skip = self._resume_at
         logs, step_values = {}, self.optimizer.step_values()
+        # looked up once: the loop below runs every few milliseconds (see docs/performance.md)
+        begin_batch, end_batch = hooks.on_train_batch_begin, hooks.on_train_batch_end
+        logs_wanted, next_step_values = hooks.logs_wanted("on_train_batch_end"), \
+            self.optimizer.step_values
         for epoch in range(initial_epoch, epochs):
             compiled.reset()
             plan.on_epoch_begin(epoch)
@@ -236,14 +241,16 @@ class Trainer:
             rng = _random.epoch_generator(epoch, _random.model_shuffle_seed(self)) \
                 if shuffle else None
             for step, (feed, local_n, global_n) in enumerate(train_data.epoch(rng, skip), skip):
-                hooks.on_train_batch_begin(step)
-                step_values = self.optimizer.step_values()
+                begin_batch(step)
+                step_values = next_step_values()
                 results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
                 loss = compiled.record(results, local_n)
-                logs = compiled.logs()
-                hooks.on_train_batch_end(step, logs)
+                if logs_wanted(step):                # built only when a callback reads them
+                    end_batch(step, compiled.logs())
+                else:
+                    end_batch(step)
                 done = step + 1
-                if not np.isfinite(loss) and not self.stop_training:
+                if not math.isfinite(loss) and not self.stop_training:
                     raise FloatingPointError(
                         f"Model {self.name!r}: the loss became {loss} at epoch {epoch + 1}, "
                         f"batch {step}; training diverged (lower the learning rate, or check "
@@ -293,11 +300,14 @@ class Trainer:
         compiled.reset()
         hooks.on_test_begin()
         source.on_epoch_begin()
-        ran = 0
+        ran, logs_wanted = 0, hooks.logs_wanted("on_test_batch_end")
         for step, (feed, local_n, _) in enumerate(source.epoch()):
             hooks.on_test_batch_begin(step)
             compiled.record(test(*feed), local_n)
-            hooks.on_test_batch_end(step, compiled.logs())
+            if logs_wanted(step):
+                hooks.on_test_batch_end(step, compiled.logs())
+            else:
+                hooks.on_test_batch_end(step)
             ran += 1
         source.on_epoch_end()
         if ran == 0:
