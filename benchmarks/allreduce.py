@@ -7,8 +7,9 @@ Each size is measured in ``--rounds`` rounds; a round times every algorithm once
 back to back after a barrier), in a shuffled order, so a burst of load from other processes
 falls on all of them alike. Rank 0 prints one JSON line per size: the median seconds of each
 algorithm over the rounds, its ratio to native in the same rounds (median of the per-round
-ratios), what ``auto`` picked and every candidate's predicted seconds, and the load average;
-before them the measured model constants; then a table of the ratios.
+ratios), what ``auto`` picked, the times its tuner measured for the size class (native and the
+model's best two, agreed over ranks) and every candidate's predicted seconds, and the load
+average; before them the measured model constants; then a table of the ratios.
 """
 import argparse
 import json
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "hierarchical", "auto")
+ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "shared_direct",
+              "hierarchical", "auto")
 SIZES = [4 << 10 << (2 * i) for i in range(8)]          # 4 KB ... 64 MB
 
 
@@ -35,6 +37,7 @@ def time_calls(comm, array, calls):
 
 def worker(rounds):
     from hiapi.distribute import MPICommunicator
+    from hiapi.distribute.algorithms.tuner import size_class
     comms = {name: MPICommunicator(algorithm=name) for name in ALGORITHMS}
     native = comms["native"]
     shuffle = random.Random(0)                             # the same order on every rank
@@ -43,8 +46,8 @@ def worker(rounds):
     for nbytes in SIZES:
         array = np.zeros(nbytes // 4, np.float32)     # ones would overflow to inf by round 128
         calls = max(1, min(50, (4 << 20) // nbytes))
-        for comm in comms.values():                        # warm-up (buffers, caches)
-            comm.allreduce(array)
+        for comm in comms.values():                        # warm-up (buffers, caches, and
+            comm.allreduce(array)                          # auto's tuning of this class)
         times = {name: [] for name in ALGORITHMS}
         for _ in range(rounds):
             order = list(ALGORITHMS)
@@ -59,6 +62,7 @@ def worker(rounds):
                 "seconds": {n: float(np.median(t)) for n, t in times.items()},
                 "over_native": {n: round(r, 3) for n, r in ratios.items()},
                 "auto_picked": comms["auto"].allreducer.choose(nbytes).name,
+                "tuned": comms["auto"].allreducer.measured[size_class(nbytes)],
                 "predicted": comms["auto"].allreducer.predictions(nbytes),
                 "loadavg": os.getloadavg()[0]}), flush=True)
 

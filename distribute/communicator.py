@@ -3,9 +3,9 @@
 
 ``MPICommunicator`` wraps mpi4py: MPI's native allreduce, or one of
 ``hiapi.distribute.algorithms`` (``algorithm="ring"``, ``"halving_doubling"``,
-``"shared_memory"``, ``"hierarchical"``, or ``"auto"``: per message size, the one a measured
-alpha-beta model prices lowest; a non-blocking call of a Python algorithm runs on a background
-thread); ``LocalCommunicator`` is the one-process stand-in used when the script is
+``"shared_memory"``, ``"shared_direct"``, ``"hierarchical"``, or ``"auto"``: per message-size
+class, the fastest of native and the model's best two, timed on first use; a non-blocking call
+of a Python algorithm runs on a background thread); ``LocalCommunicator`` is the one-process stand-in used when the script is
 not started under ``mpiexec`` (or mpi4py is not installed), so the same script runs either way.
 
 With more than one rank, the ``MPICommunicator`` makes the job fail loudly instead of hanging:
@@ -120,8 +120,21 @@ class MPICommunicator(Communicator):
         if self.watchdog is not None:
             self.watchdog.progress = text
 
+    def _algorithm_for(self, nbytes):
+        """The algorithm reducing ``nbytes`` bytes (None: MPI's own). A size ``auto`` has not
+        met yet is tuned first (a collective) after what is queued on the background thread,
+        so the tuning's calls never run beside a queued allreduce."""
+        allreducer = self.allreducer
+        if allreducer is None:
+            return None
+        chosen = allreducer.picked(nbytes)
+        if chosen is None:
+            self.background.drain()
+            chosen = allreducer.choose(nbytes)
+        return chosen
+
     def allreduce(self, array):
-        chosen = self.allreducer and self.allreducer.choose(array.nbytes)
+        chosen = self._algorithm_for(array.nbytes)
         if chosen and chosen.threaded:
             self._run(f"{chosen.name} allreduce", array, self.background.run, chosen, array)
             return array
@@ -139,7 +152,7 @@ class MPICommunicator(Communicator):
         return array
 
     def iallreduce(self, array):
-        chosen = self.allreducer and self.allreducer.choose(array.nbytes)
+        chosen = self._algorithm_for(array.nbytes)
         if chosen and chosen.threaded:        # a Python algorithm: on the background thread
             name, finish = f"{chosen.name} iallreduce", self.background.start(chosen, array)
         else:

@@ -1,8 +1,10 @@
 """Allreduce algorithms, one small class each behind one interface (``base.AllreduceAlgorithm``):
 ``native`` (MPI's), ``ring``, ``halving_doubling`` (Rabenseifner), ``shared_memory`` (one node,
-through an MPI shared-memory window), ``hierarchical`` (shared memory inside each node, MPI
-between node leaders) and ``auto`` (the one the measured alpha-beta model prices lowest for
-each message size). ``MPICommunicator(algorithm=...)`` and ``Strategy(algorithm=...)`` take
+through an MPI shared-memory window: copy in, sum a 1/P slice, copy the slices out),
+``shared_direct`` (one node, one fence: every rank sums every slot into its own array),
+``hierarchical`` (shared memory inside each node, MPI between node leaders) and ``auto``
+(per size class, the fastest of native and the two the measured alpha-beta model prices
+lowest, timed on first use). ``MPICommunicator(algorithm=...)`` and ``Strategy(algorithm=...)`` take
 these names.
 """
 from hiapi import config
@@ -13,10 +15,12 @@ from hiapi.distribute.algorithms.halving_doubling import HalvingDoublingAllreduc
 from hiapi.distribute.algorithms.hierarchical import HierarchicalAllreduce
 from hiapi.distribute.algorithms.native import NativeAllreduce
 from hiapi.distribute.algorithms.ring import RingAllreduce
+from hiapi.distribute.algorithms.shared_direct import SharedDirectAllreduce
 from hiapi.distribute.algorithms.shared_memory import SharedMemoryAllreduce
 from hiapi.distribute.algorithms.shared_window import node_communicator
 
-ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "hierarchical", "auto")
+ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "shared_direct",
+              "hierarchical", "auto")
 # training algorithms people ask ``Strategy(algorithm=...)`` for: their own strategy classes
 TRAINING_ALGORITHMS = {"easgd": "EASGDStrategy(tau=..., alpha=...)",
                        "local_sgd": "LocalSGDStrategy(period=...)"}
@@ -35,8 +39,9 @@ def check_name(algorithm):
 
 
 def candidate_algorithms(comm, native_comm=None):
-    """What ``auto`` chooses from on ``comm``: native, ring, halving/doubling, and shared
-    memory on one node or the hierarchical allreduce across nodes of several ranks each."""
+    """What ``auto`` chooses from on ``comm``: native (first), ring, halving/doubling, and the
+    two shared-memory ones on one node or the hierarchical allreduce across nodes of several
+    ranks each."""
     native = NativeAllreduce(native_comm or comm)
     found = [native, RingAllreduce(comm), HalvingDoublingAllreduce(comm)]
     fake_nodes = config.ranks_per_node()
@@ -47,7 +52,7 @@ def candidate_algorithms(comm, native_comm=None):
     # decided from numbers every rank agrees on: nodes may hold different rank counts
     smallest, largest = comm.allreduce(local, MPI.MIN), comm.allreduce(local, MPI.MAX)
     if smallest == size:
-        found.append(SharedMemoryAllreduce(comm))
+        found += [SharedMemoryAllreduce(comm), SharedDirectAllreduce(comm)]
     elif largest > 1:
         found.append(HierarchicalAllreduce(comm, fake_nodes))
     return found
@@ -64,4 +69,5 @@ def make_algorithm(algorithm, comm, native_comm=None):
     if algorithm == "hierarchical":
         return HierarchicalAllreduce(comm, config.ranks_per_node())
     return {"ring": RingAllreduce, "halving_doubling": HalvingDoublingAllreduce,
-            "shared_memory": SharedMemoryAllreduce}[algorithm](comm)
+            "shared_memory": SharedMemoryAllreduce,
+            "shared_direct": SharedDirectAllreduce}[algorithm](comm)

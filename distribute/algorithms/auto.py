@@ -1,34 +1,57 @@
-"""``algorithm="auto"``: per message size, the algorithm the measured alpha-beta model prices
-lowest, as MPI libraries switch algorithms by size, but from this machine's own constants
-rather than a fixed threshold.
+"""``algorithm="auto"``: per message-size class, the fastest of MPI's native allreduce and the
+candidates the measured alpha-beta model prices lowest, timed on this machine on first use
+(``tuner.py``), as MPI libraries switch algorithms by size, but from this machine's own
+measurements rather than a fixed threshold.
 
-The candidates are MPI's native allreduce, the ring, recursive halving/doubling, and the
-shared-memory allreduce when every rank is on one node or the hierarchical one when there are
-several ranks on each of several nodes. The constants are measured once per communicator
-(``cost_model.measure``) and are the same on every rank, so every rank picks the same
-algorithm for the same size.
+The candidates are MPI's native allreduce, the ring, recursive halving/doubling, and the two
+shared-memory allreduces when every rank is on one node or the hierarchical one when there are
+several ranks on each of several nodes. The model's constants are measured once per
+communicator (``cost_model.measure``) and are the same on every rank; they choose the short
+list the tuner times and are what ``predict``/``Strategy.explain()`` report. The tuner's times
+are agreed over ranks too, so every rank picks the same algorithm for the same size.
 """
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm
 from hiapi.distribute.algorithms.cost_model import measure
+from hiapi.distribute.algorithms.tuner import SHORTLIST, Tuner, size_class
 
 
 class AutoAllreduce(AllreduceAlgorithm):
     name = "auto"
 
-    def __init__(self, comm, native_comm=None, candidates=None):
+    def __init__(self, comm, native_comm=None, candidates=None, costs=None, tuner=None):
         super().__init__(comm)
         from hiapi.distribute.algorithms import candidate_algorithms
         self.candidates = candidates or candidate_algorithms(comm, native_comm)
-        self.costs = measure(native_comm or comm, self.candidates)
-        self._picked = {}
+        if self.candidates[0].name != "native":
+            raise ValueError(f"auto allreduce: the first candidate must be native (the one "
+                             f"every pick is measured against), got {self.candidates[0].name!r}")
+        self.costs = costs or measure(native_comm or comm, self.candidates)
+        self.tuner = tuner or Tuner(native_comm or comm)
+        self._picked = {}           # nbytes -> algorithm: the per-call lookup
+        self._by_class = {}         # size class -> algorithm
+        self.measured = {}          # size class -> {name: agreed seconds per call}
+
+    def picked(self, nbytes):
+        """The algorithm already chosen for ``nbytes`` bytes, or None (no communication)."""
+        return self._picked.get(nbytes)
 
     def choose(self, nbytes):
-        """The candidate with the smallest predicted time for ``nbytes`` (cached per size)."""
+        """The algorithm for ``nbytes`` bytes. The first call in a size class times the short
+        list on every rank (collective: every rank must make it, in the same order)."""
         algorithm = self._picked.get(nbytes)
         if algorithm is None:
-            algorithm = self._picked[nbytes] = min(
-                self.candidates, key=lambda a: a.predict(nbytes, self.costs))
+            key = size_class(nbytes)
+            algorithm = self._by_class.get(key)
+            if algorithm is None:
+                algorithm, self.measured[key] = self.tuner.pick(nbytes, self.shortlist(nbytes))
+                self._by_class[key] = algorithm
+            self._picked[nbytes] = algorithm
         return algorithm
+
+    def shortlist(self, nbytes):
+        """Native, then the ``SHORTLIST`` other candidates the model prices lowest."""
+        native, others = self.candidates[0], self.candidates[1:]
+        return [native] + sorted(others, key=lambda a: a.predict(nbytes, self.costs))[:SHORTLIST]
 
     def __call__(self, array):
         return self.choose(array.nbytes)(array)

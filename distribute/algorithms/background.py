@@ -30,11 +30,15 @@ class BackgroundRunner:
         future = self._last = self._executor.submit(algorithm, array)
         return future.result
 
-    def run(self, algorithm, array):
-        """``algorithm(array)`` now, after everything started before it."""
+    def drain(self):
+        """Wait for everything started so far."""
         if self._last is not None:
             self._last.result()
             self._last = None
+
+    def run(self, algorithm, array):
+        """``algorithm(array)`` now, after everything started before it."""
+        self.drain()
         return algorithm(array)
 
     def close(self):

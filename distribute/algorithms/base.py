@@ -56,6 +56,11 @@ class AllreduceAlgorithm:
         """The algorithm that will run a call on ``nbytes`` bytes (``auto`` picks one)."""
         return self
 
+    def picked(self, nbytes):
+        """``choose(nbytes)`` if it needs no communication, else None (``auto`` on a size
+        it has not tuned yet)."""
+        return self
+
     def latency_steps(self, size):
         """How many message latencies one call costs on ``size`` ranks (scales ``latency``)."""
         return 2 * steps(size)

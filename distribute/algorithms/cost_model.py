@@ -4,7 +4,8 @@ A few ring shifts (every rank sends right and receives left at once, as a ring o
 does) of 8 bytes and of 8 MB give the latency ``alpha`` and the per-byte time ``beta``; a numpy
 sum and a copy of 16 MB (past the caches, as gradients are), run on every rank at once (so
 ranks sharing cores and memory bandwidth are priced as they will run), give ``gamma`` and
-``copy``; a few node barriers give ``barrier``; a few 8-byte calls of each candidate
+``copy``; a few node fences (``FlagFence``, as the shared-memory algorithms use) give
+``barrier``; a few 8-byte calls of each candidate
 algorithm give its ``latency`` (its alpha terms as they really run), nine 256 KB calls its
 ``middle`` time, and three 16 MB calls its ``scale``: measured over modelled per-byte time
 from 256 KB on (the candidates' calls are interleaved, round by round). Each figure is a median (latencies and 256 KB times: the lower quartile) of
@@ -18,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from hiapi.distribute.algorithms.base import MIDDLE, LinkCosts
+from hiapi.distribute.algorithms.flag_fence import FlagFence
 from hiapi.distribute.algorithms.shared_window import node_communicator
 from hiapi.distribute.ring import _sendrecv
 
@@ -94,7 +96,9 @@ def measure(comm, algorithms=(), refresh=False):
     large_t = _shift_time(comm, LARGE, 7)
     comm.Barrier()
     gamma, copy = _local_costs()
-    barrier = _median_time(node.Barrier, 20, LATENCY_QUANTILE)
+    fence = FlagFence(node)
+    barrier = _median_time(fence, 20, LATENCY_QUANTILE)
+    fence.close()
     node.Free()
     latency = _interleaved(algorithms, np.zeros(2, np.float32), 20, LATENCY_QUANTILE)
     middle = _interleaved(algorithms, np.ones(MIDDLE // 4, np.float32), 9, LATENCY_QUANTILE)

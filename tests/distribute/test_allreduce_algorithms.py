@@ -1,7 +1,7 @@
 """Allreduce algorithms (``hiapi.distribute.algorithms``) under real ``mpiexec``: each one's sum
 equals numpy's for odd lengths and several dtypes, blocking and non-blocking, at 2, 3 and 4
 ranks; the hierarchical one also on pretend nodes (2 + 2 and uneven 2 + 1 ranks); ``auto``
-picks the same everywhere."""
+picks the same everywhere, with real timings and with injected ones that differ by rank."""
 import json
 
 import numpy as np
@@ -21,6 +21,12 @@ def test_every_algorithm_sums_like_numpy(tmp_path, ranks, ranks_per_node):
     assert sorted(r["rank"] for r in reports) == list(range(ranks))
     assert all(r["picks"] == reports[0]["picks"] for r in reports)   # no deadlock by disagreement
     assert set(reports[0]["picks"].values()) <= set(ALGORITHMS)
+    injected = [r["injected"] for r in reports]
+    assert all(i == injected[0] for i in injected)
+    # rank 0 alone measured the first of the short list fastest: the MAX over ranks picks
+    # the second everywhere; where native measured faster, native stays
+    assert injected[0]["disagreeing"]["picked"] == injected[0]["disagreeing"]["shortlist"][2]
+    assert injected[0]["native_faster"]["picked"] == "native"
     per_node = ranks_per_node or ranks                   # 3 ranks by 2: nodes of 2 and 1
     assert [r["hierarchical_nodes"] for r in reports] == [
         min(per_node, ranks - rank // per_node * per_node) for rank in range(ranks)]
@@ -33,7 +39,8 @@ def test_unknown_algorithm_is_named():
         hiapi.distribute.Strategy(algorithm="Ring")
 
 
-@pytest.mark.parametrize("ranks, algorithm", [(2, "auto"), (4, "shared_memory")])
+@pytest.mark.parametrize("ranks, algorithm", [(2, "auto"), (4, "shared_memory"),
+                                               (3, "shared_direct")])
 def test_training_with_an_algorithm_equals_one_process(tmp_path, ranks, algorithm):
     """Buckets reduced by ``algorithm`` (non-blocking, on the background thread) give the
     weights and logs that native MPI gives: those of one process on the global batch."""

@@ -1,6 +1,7 @@
 """Each rank checks every allreduce algorithm (blocking and non-blocking) against numpy, and
 writes what ``auto`` picks per size (``report_<rank>.json`` in the folder given) so the test
-can check every rank picked the same."""
+can check every rank picked the same, with the tuner's real timings and with injected ones that
+differ between ranks."""
 import json
 import sys
 import warnings
@@ -10,9 +11,11 @@ import numpy as np
 
 from hiapi.distribute import MPICommunicator
 from hiapi.distribute.algorithms import ALGORITHMS, SharedMemoryAllreduce, node_communicator
+from hiapi.distribute.algorithms.auto import AutoAllreduce
+from hiapi.distribute.algorithms.tuner import Tuner
 
 comms = {name: MPICommunicator(algorithm=name) for name in ALGORITHMS
-         if name != "shared_memory" or node_communicator(
+         if not name.startswith("shared_") or node_communicator(
              MPICommunicator().comm).Get_size() == MPICommunicator().size}
 rank, size = comms["native"].rank, comms["native"].size
 
@@ -30,6 +33,10 @@ for length in (1, 2, 3, 7, 13, 1001, 4099, 70001):
             pending = [comm.iallreduce(mine(rank, length, dtype)) for _ in range(3)]
             for request in pending:                      # several in flight, waited in order
                 assert np.array_equal(request.wait(), expected), ("i" + name, length, dtype)
+for name, comm in comms.items():                  # rounding differs by order: every rank alike
+    noisy = np.random.default_rng(rank).standard_normal(300007).astype(np.float32)
+    digests = comms["native"].comm.allgather(comm.allreduce(noisy).tobytes())
+    assert all(d == digests[0] for d in digests), f"{name}: ranks hold different sums"
 matrix = np.arange(12, dtype=np.float64).reshape(3, 4) * (rank + 1)
 for name, comm in comms.items():
     assert np.array_equal(comm.allreduce(matrix.copy()),
@@ -53,6 +60,28 @@ if "shared_memory" in comms:                       # messages larger than the sl
     np.testing.assert_array_equal(small(values), expected)
 auto = comms["auto"].allreducer
 picks = {n: auto.choose(n).name for n in (8, 4 << 10, 256 << 10, 4 << 20, 64 << 20)}
-report = {"rank": rank, "picks": picks,
+
+
+def disagreeing_timer(algorithms, nbytes):
+    """Rank 0 measures the model's best non-native candidate fastest, the others its second:
+    only the MAX over ranks makes them agree (on the second)."""
+    return [1.0, 0.5 if rank == 0 else 1.4, 0.9 if rank == 0 else 0.6]
+
+
+def native_faster_timer(algorithms, nbytes):
+    return [1.0] + [1.2 + rank] * (len(algorithms) - 1)
+
+
+injected = {}
+for label, timer in (("disagreeing", disagreeing_timer), ("native_faster", native_faster_timer)):
+    tuned = AutoAllreduce(auto.comm, comms["native"].comm, candidates=auto.candidates,
+                          costs=auto.costs, tuner=Tuner(comms["native"].comm, timer=timer))
+    chosen = tuned.choose(1 << 20)
+    values = mine(rank, 1 << 18, np.float32)               # the pick really runs: no deadlock
+    np.testing.assert_array_equal(chosen(values), sum(mine(r, 1 << 18, np.float32)
+                                                      for r in range(size)))
+    injected[label] = {"picked": chosen.name,
+                       "shortlist": [a.name for a in tuned.shortlist(1 << 20)]}
+report = {"rank": rank, "picks": picks, "injected": injected,
           "hierarchical_nodes": comms["hierarchical"].allreducer.local_size}
 (Path(sys.argv[1]) / f"report_{rank}.json").write_text(json.dumps(report))
