@@ -4,7 +4,7 @@
 ``MPICommunicator`` wraps mpi4py: MPI's native allreduce, or one of
 ``hiapi.distribute.algorithms`` (``algorithm="ring"``, ``"halving_doubling"``,
 ``"shared_memory"``, ``"shared_direct"``, ``"hierarchical"``, or ``"auto"``: per message-size
-class, the fastest of native and the model's best two, timed on first use; a non-blocking call
+class, the fastest of native and the model's best three, timed on first use; a non-blocking call
 of a Python algorithm runs on a background thread); ``LocalCommunicator`` is the one-process stand-in used when the script is
 not started under ``mpiexec`` (or mpi4py is not installed), so the same script runs either way.
 

@@ -10,9 +10,13 @@ inter-node traffic is that of P/ranks_per_node ranks instead of P.
 by default the nodes are the real ones (``COMM_TYPE_SHARED``).
 """
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view, steps
-from hiapi.distribute.algorithms.shared_memory import DEFAULT_CHUNK_BYTES, reduce_own_slice
+from hiapi.distribute.algorithms.shared_memory import reduce_own_slice
 from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
 from hiapi.distribute.ring import segment_bounds
+
+# large chunks: each one is also an MPI allreduce between the node leaders (not measured on
+# more than one node yet, so the inter-node latency per chunk is kept rare)
+DEFAULT_CHUNK_BYTES = 16 << 20
 
 
 class HierarchicalAllreduce(AllreduceAlgorithm):

@@ -7,14 +7,15 @@ the algorithms alternate between them chunk after chunk, so the barrier that end
 copy-in also proves every rank has finished reading the slot used two chunks ago, and a chunk
 needs no extra barrier before it is overwritten.
 
-Every chunk costs two or three barriers, and on a loaded machine a barrier costs far more than
-its idle 3 us: a rank that arrives first and spins takes a core from the rank it is waiting
-for. So the slots are as large as the messages need, up to ``max_chunk_bytes`` (a 64 MB
-message is four chunks, not sixty-four); they grow on the first larger message (every rank
-sees the same sizes, so they grow together), and ``fence()`` is a ``FlagFence``: counters in
-shared memory polled with ``sched_yield`` (1.1 us a fence on two ranks where ``Ibarrier`` polled
-with ``Test`` took 2.3 us, load 5.6), with the ``Win.Sync`` memory barriers the MPI-3
-shared-memory model requires for loads and stores to be seen by the other processes.
+Every chunk costs one to three fences, and on a loaded machine a fence costs far more than
+its idle microsecond: a rank that arrives first and spins takes a core from the rank it is
+waiting for. So ``fence()`` is a ``FlagFence``: counters in shared memory polled with
+``sched_yield`` (1.1 us a fence on two ranks where ``Ibarrier`` polled with ``Test`` took
+2.3 us, load 5.6), with the ``Win.Sync`` memory barriers the MPI-3 shared-memory model requires
+for loads and stores to be seen by the other processes. The slots are as large as the messages
+need, up to ``max_chunk_bytes`` (the algorithm's choice: small enough that the slots stay in
+cache, few enough chunks that the fences stay rare); they grow on the first larger message
+(every rank sees the same sizes, so they grow together).
 """
 import numpy as np
 

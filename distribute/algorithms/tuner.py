@@ -5,7 +5,7 @@ The alpha-beta model cannot know everything that decides which algorithm is fast
 on a given machine: MPICH's shared-memory protocol switch points, which of the caches a
 message still fits, how the scheduler treats ranks that wait. So on the first call in each size
 class (sizes between two powers of two) ``auto`` times a short list of candidates on scratch
-arrays of that size: MPI's native allreduce, always, and the two the model prices lowest. The
+arrays of that size: MPI's native allreduce, always, and the three the model prices lowest. The
 calls are interleaved round by round so a burst of load falls on all of them alike; each
 candidate's time is the median of its rounds, then the largest over ranks (one
 ``MPI_Allreduce``), so every rank holds the same numbers and picks the same algorithm (a
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-SHORTLIST = 2                 # candidates timed besides native: the model's best two
+SHORTLIST = 3                 # candidates timed besides native: the model's best three
 NATIVE_MARGIN = 0.95          # another candidate must take at most 95 % of native's time
 
 
