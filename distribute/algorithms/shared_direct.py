@@ -19,7 +19,7 @@ the chunk before, so every rank has finished reading what that slot held two chu
 import numpy as np
 
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
-from hiapi.distribute.algorithms.shared_memory import DEFAULT_CHUNK_BYTES
+from hiapi.distribute.algorithms.shared_memory import default_chunk_bytes
 from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
 
 BLOCK_BYTES = 128 << 10      # a running total and one addend: 256 KB, inside a 1 MB L2
@@ -44,14 +44,14 @@ def sum_slots(slots, out, block):
 class SharedDirectAllreduce(AllreduceAlgorithm):
     name = "shared_direct"
 
-    def __init__(self, comm, chunk_bytes=DEFAULT_CHUNK_BYTES):
+    def __init__(self, comm, chunk_bytes=None):
         super().__init__(comm)
         node = node_communicator(comm)
         if node.Get_size() != self.size:
             raise ValueError(
                 f"shared_direct allreduce: all {self.size} ranks must share one node's memory, "
                 f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
-        self.shared = SharedSlots(node, chunk_bytes)
+        self.shared = SharedSlots(node, chunk_bytes or default_chunk_bytes(node))
 
     def __call__(self, array):
         if self.size == 1:

@@ -9,17 +9,26 @@ does. Cost per chunk of c bytes: 2 barriers + 2 c copy + (P-1)/P c gamma.
 
 Every rank gets bit-identical results (each slice is summed by exactly one rank).
 """
+import os
+
 import numpy as np
 
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
 from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
 from hiapi.distribute.ring import segment_bounds
 
-# 1 MB chunks: the two slots a rank alternates between stay in cache; slots as large as the
-# message (up to 16 MB) made 4 MB calls 1.2-1.5x and 16 MB calls 1.3-1.9x slower (2 and 4
-# ranks, both algorithms). With Ibarrier fences the extra fences had cost more than that.
-DEFAULT_CHUNK_BYTES = 1 << 20
+def default_chunk_bytes(node):
+    """The largest chunk for the one-node algorithms on ``node`` (collective; the same on every
+    rank, since it sets how many fences a call makes).
 
+    1 MB when every rank has a core of its own: the two slots a rank alternates between stay in
+    cache, and a fence is cheap (slots as large as the message, up to 16 MB, made 4 MB calls
+    1.3x and 16 MB calls 1.8-1.9x slower on 2 ranks). 16 MB when ranks share cores: then every
+    fence waits for a descheduled rank, and 1 MB chunks made 16 MB calls 2.1-3.6x and 64 MB
+    calls 1.7-2.8x slower on 4 ranks over 2 cores (benchmark runs at load 3-5)."""
+    from mpi4py import MPI
+    cores = node.allreduce(os.cpu_count() or 1, op=MPI.MIN)
+    return 1 << 20 if node.Get_size() <= cores else 16 << 20
 
 def reduce_own_slice(slots, rank, bounds):
     """Sum slice ``rank`` (``bounds``) of every slot into this rank's own slot."""
@@ -34,14 +43,14 @@ def reduce_own_slice(slots, rank, bounds):
 class SharedMemoryAllreduce(AllreduceAlgorithm):
     name = "shared_memory"
 
-    def __init__(self, comm, chunk_bytes=DEFAULT_CHUNK_BYTES):
+    def __init__(self, comm, chunk_bytes=None):
         super().__init__(comm)
         node = node_communicator(comm)
         if node.Get_size() != self.size:
             raise ValueError(
                 f"shared_memory allreduce: all {self.size} ranks must share one node's memory, "
                 f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
-        self.shared = SharedSlots(node, chunk_bytes)
+        self.shared = SharedSlots(node, chunk_bytes or default_chunk_bytes(node))
 
     def __call__(self, array):
         if self.size == 1:
