@@ -6,8 +6,9 @@ on a given machine: MPICH's shared-memory protocol switch points, which of the c
 message still fits, how the scheduler treats ranks that wait. So on the first call in each size
 class (sizes between two powers of two) ``auto`` times a short list of candidates on scratch
 arrays of that size: MPI's native allreduce, always, and the three the model prices lowest. The
-calls are interleaved round by round so a burst of load falls on all of them alike; each
-candidate's time is the median of its rounds, then the largest over ranks (one
+calls are interleaved round by round, and each candidate is timed by its median ratio to
+native in the same round, so a burst of load falls on both sides of a ratio; that, times
+native's median, is its time on this rank, then the largest over ranks is taken (one
 ``MPI_Allreduce``), so every rank holds the same numbers and picks the same algorithm (a
 different pick on two ranks would deadlock them). Native wins unless another candidate is at
 least ``NATIVE_MARGIN`` faster: ``auto`` never chooses something measured slower than native,
@@ -32,12 +33,20 @@ def size_class(nbytes):
 
 
 def rounds_for(nbytes):
-    """Fewer rounds for large messages, so tuning a class costs well under a second."""
-    return 9 if nbytes <= 1 << 20 else 5 if nbytes <= 16 << 20 else 3
+    """Many rounds for small messages (a round of four candidates at 1 MB takes about 2 ms
+    here), fewer for large ones, so tuning a class costs at most about half a second."""
+    for limit, rounds in ((256 << 10, 30), (1 << 20, 20), (4 << 20, 15), (16 << 20, 7)):
+        if nbytes <= limit:
+            return rounds
+    return 3
 
 
 def interleaved_times(algorithms, nbytes, dtype=np.float32):
-    """This rank's median seconds per call of each algorithm on a zero array of ``nbytes``."""
+    """This rank's seconds per call of each algorithm on a zero array of ``nbytes``
+    (``algorithms[0]`` is native): native's median over the rounds, and for the others their
+    median ratio to native in the same round times that, so a burst of load that slows one
+    round slows both sides of its ratio (4 ranks on 2 cores picked 1.1x-slower algorithms from
+    plain medians)."""
     array = np.zeros(max(nbytes // np.dtype(dtype).itemsize, 1), dtype)
     calls = max(1, min(8, (1 << 20) // max(nbytes, 1)))
     for algorithm in algorithms:                 # first call: buffers, windows, caches
@@ -49,7 +58,8 @@ def interleaved_times(algorithms, nbytes, dtype=np.float32):
             for _ in range(calls):
                 algorithm(array)
             mine.append((time.perf_counter() - start) / calls)
-    return [float(np.median(t)) for t in times]
+    native = float(np.median(times[0]))
+    return [native] + [float(np.median(np.divide(t, times[0]))) * native for t in times[1:]]
 
 
 class Tuner:
