@@ -3,9 +3,9 @@
 through an MPI shared-memory window: copy in, sum a 1/P slice, copy the slices out),
 ``shared_direct`` (one node, one fence: every rank sums every slot into its own array),
 ``hierarchical`` (shared memory inside each node, MPI between node leaders) and ``auto``
-(per size class, the fastest of native and the two the measured alpha-beta model prices
-lowest, timed on first use). ``MPICommunicator(algorithm=...)`` and ``Strategy(algorithm=...)`` take
-these names.
+(per size class, the fastest of native and the three the measured alpha-beta model prices
+lowest, timed on first use). ``MPICommunicator(algorithm=...)`` and
+``Strategy(algorithm=...)`` take these names.
 """
 from hiapi import config
 from hiapi.distribute.algorithms.auto import AutoAllreduce
