@@ -8,6 +8,9 @@ momentum, 469 steps per epoch): small steps, so per-batch Python work shows most
 convnet`` takes the Keras MNIST convnet instead. Variants, interleaved epoch by epoch on the
 same model:
 
+    gather   the compiled step alone on batches gathered as ``fit`` gathers them (``np.take``
+             of a shuffled epoch's rows into reused buffers), nothing else: the floor of any
+             trainer that shuffles rows, since the gather reads scattered rows from memory
     loop     ``model.train_on_batch(xb, yb)`` over pre-sliced batches: a hand-written loop
     fit      ``model.fit(x, y, epochs=1, batch_size=128, verbose=0)``: shuffling, slicing,
              metrics, callbacks, the NaN check
@@ -88,6 +91,16 @@ def main():
     steps = {key: TimedStep(f) for key, f in model._step_functions.items() if key[0] == "train"}
     model._step_functions.update(steps)
 
+    from hiapi.models import data
+    labels = model._compiled_targets.prepare_labels([y])[0]
+    gatherer, shuffles = data.BatchGatherer([x, labels]), np.random.default_rng(1)
+
+    def gather():
+        order = shuffles.permutation(len(x))
+        for i in range(0, len(x), batch):
+            xb, yb = gatherer.take(order[i:i + batch])
+            model._step("train", [xb], [yb])(xb, yb, *model.optimizer.step_values())
+
     def loop():
         for xb, yb in batches:
             model.train_on_batch(xb, yb)
@@ -99,7 +112,7 @@ def main():
                 model.fit(x, y, epochs=1, batch_size=batch, verbose=verbose)
         return run
 
-    variants = {"loop": loop, "fit": fit(0), "fit_bar": fit(1)}
+    variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_bar": fit(1)}
     seconds = {name: [] for name in variants}
     overheads = {name: [] for name in variants}
     cpu_seconds = {name: [] for name in variants}
