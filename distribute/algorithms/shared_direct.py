@@ -19,7 +19,8 @@ the chunk before, so every rank has finished reading what that slot held two chu
 import numpy as np
 
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
-from hiapi.distribute.algorithms.shared_memory import default_chunk_bytes
+from hiapi.distribute.algorithms.shared_memory import LARGEST_CHUNK, chunk_bytes_for, \
+    default_chunk_bytes, reserve_chunk
 from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
 
 BLOCK_BYTES = 128 << 10      # a running total and one addend: 256 KB, inside a 1 MB L2
@@ -51,13 +52,14 @@ class SharedDirectAllreduce(AllreduceAlgorithm):
             raise ValueError(
                 f"shared_direct allreduce: all {self.size} ranks must share one node's memory, "
                 f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
-        self.shared = SharedSlots(node, chunk_bytes or default_chunk_bytes(node))
+        self.base_chunk = chunk_bytes or default_chunk_bytes(node)
+        self.shared = SharedSlots(node, max(self.base_chunk, LARGEST_CHUNK))
 
     def __call__(self, array):
         if self.size == 1:
             return array
         flat, shared = flat_view(array, "shared_direct"), self.shared
-        step = shared.reserve(flat.nbytes) // flat.itemsize
+        step = reserve_chunk(shared, flat.nbytes, self.base_chunk, flat.itemsize)
         block = BLOCK_BYTES // flat.itemsize
         for start in range(0, len(flat), step):
             part = flat[start:start + step]
@@ -72,6 +74,6 @@ class SharedDirectAllreduce(AllreduceAlgorithm):
         return 1                                      # one fence
 
     def bandwidth_time(self, nbytes, costs, size):
-        more_chunks = max(0, -(-nbytes // self.shared.max_chunk_bytes) - 1)
+        more_chunks = max(0, -(-nbytes // chunk_bytes_for(nbytes, self.base_chunk)) - 1)
         return more_chunks * costs.barrier + nbytes * costs.copy + \
             (size - 1) * nbytes * costs.gamma

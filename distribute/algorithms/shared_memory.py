@@ -17,9 +17,14 @@ from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
 from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
 from hiapi.distribute.ring import segment_bounds
 
+LARGEST_CHUNK = 16 << 20
+MOST_CHUNKS = 8
+
+
 def default_chunk_bytes(node):
-    """The largest chunk for the one-node algorithms on ``node`` (collective; the same on every
-    rank, since it sets how many fences a call makes).
+    """The chunk for the one-node algorithms on ``node`` (collective; the same on every rank,
+    since it sets how many fences a call makes); larger messages get larger chunks
+    (``chunk_bytes_for``).
 
     1 MB when every rank has a core of its own: the two slots a rank alternates between stay in
     cache, and a fence is cheap (slots as large as the message, up to 16 MB, made 4 MB calls
@@ -28,7 +33,21 @@ def default_chunk_bytes(node):
     calls 1.7-2.8x slower on 4 ranks over 2 cores (benchmark runs at load 3-5)."""
     from mpi4py import MPI
     cores = node.allreduce(os.cpu_count() or 1, op=MPI.MIN)
-    return 1 << 20 if node.Get_size() <= cores else 16 << 20
+    return 1 << 20 if node.Get_size() <= cores else LARGEST_CHUNK
+
+
+def chunk_bytes_for(nbytes, base):
+    """Bytes per chunk for an ``nbytes`` message: ``base``, or more (up to 16 MB) so that a call
+    makes at most ``MOST_CHUNKS`` chunks. Each chunk is a fence, and on a busy machine a fence
+    can wait out a time slice of a descheduled rank: with 1 MB chunks a 64 MB call on 2 ranks
+    took 0.34x native's time in one run and 1.2x in the next."""
+    return max(base, min(LARGEST_CHUNK, -(-nbytes // MOST_CHUNKS)))
+
+
+def reserve_chunk(shared, nbytes, base, itemsize):
+    """Elements per chunk for an ``nbytes`` message, the slots grown to hold them."""
+    want = chunk_bytes_for(nbytes, base)
+    return min(shared.reserve(min(want, nbytes)), want) // itemsize
 
 def reduce_own_slice(slots, rank, bounds):
     """Sum slice ``rank`` (``bounds``) of every slot into this rank's own slot."""
@@ -50,13 +69,14 @@ class SharedMemoryAllreduce(AllreduceAlgorithm):
             raise ValueError(
                 f"shared_memory allreduce: all {self.size} ranks must share one node's memory, "
                 f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
-        self.shared = SharedSlots(node, chunk_bytes or default_chunk_bytes(node))
+        self.base_chunk = chunk_bytes or default_chunk_bytes(node)
+        self.shared = SharedSlots(node, max(self.base_chunk, LARGEST_CHUNK))
 
     def __call__(self, array):
         if self.size == 1:
             return array
         flat, shared, rank = flat_view(array, "shared_memory"), self.shared, self.rank
-        step = shared.reserve(flat.nbytes) // flat.itemsize
+        step = reserve_chunk(shared, flat.nbytes, self.base_chunk, flat.itemsize)
         for start in range(0, len(flat), step):
             part = flat[start:start + step]
             slots = shared.slots(flat.dtype)
@@ -74,6 +94,6 @@ class SharedMemoryAllreduce(AllreduceAlgorithm):
         return 2                                      # two fences
 
     def bandwidth_time(self, nbytes, costs, size):
-        more_chunks = max(0, -(-nbytes // self.shared.max_chunk_bytes) - 1)
+        more_chunks = max(0, -(-nbytes // chunk_bytes_for(nbytes, self.base_chunk)) - 1)
         return more_chunks * 2 * costs.barrier + 2 * nbytes * costs.copy + \
             (size - 1) / size * nbytes * costs.gamma
