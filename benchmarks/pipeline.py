@@ -15,7 +15,10 @@ per-process ``memory_budget`` on one process but trains on 4 stages.
    (K-1)/(M+K-1), against the schedule simulated with the estimated stage costs, and against
    the schedule simulated with the stage times measured in the same run (what is left is
    communication and the ranks slowing each other down). Run it with one rank per free core:
-   a rank that waits for the CPU looks like a bubble.
+   a rank that waits for the CPU looks like a bubble. With more ranks than cores
+   (``--stages 4`` on 2 cores) the stages wait by yielding the core (``waiting.py``) and the
+   measured bubble is that of an oversubscribed run; ``predicted_from_stage_cpu_times``
+   simulates the schedule with the stages' CPU time per action, what a core each would give.
 2. Memory: the bytes of entering activations each stage holds between forward and backward,
    GPipe against 1F1B, K stages, M = 8 (GPipe holds M micro-batches, 1F1B at most K - k).
 3. Budget: a 24 x Dense(1024) MLP, batch 1024, compiled with ``memory_budget`` below what one
@@ -59,7 +62,7 @@ def worker(schedule, micro_batches, steps, budget):
     x = rng.normal(size=(batch * steps, width)).astype("float32")
     y = rng.integers(0, 10, len(x))
     model.fit(x[:batch], y[:batch], batch_size=batch, epochs=1, verbose=0)      # compile
-    strategy.pipeline_stats.__init__()
+    strategy.pipeline_stats.reset()
     model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     report = strategy.explain(print_fn=lambda text: None)
     record = {"rank": strategy.rank, "bubble": report["measured_bubble_this_rank"],
@@ -67,6 +70,9 @@ def worker(schedule, micro_batches, steps, budget):
               "ideal": report["ideal_bubble"],
               "predicted": report["predicted_bubble"],
               "seconds_per_micro_batch": report["measured_seconds_per_micro_batch_this_rank"],
+              "cpu_seconds_per_micro_batch":
+              report["measured_cpu_seconds_per_micro_batch_this_rank"],
+              "waiting": report["waiting_this_rank"],
               "held_bytes": report["peak_held_activation_bytes_this_rank"],
               "held_micro_batches": report["activations_held"],
               "arena_bytes": report["planned_arena_bytes_this_rank"],
@@ -76,11 +82,11 @@ def worker(schedule, micro_batches, steps, budget):
         print("RESULT " + json.dumps(everyone), flush=True)
 
 
-def from_measured_times(records, schedule, micro_batches):
+def from_measured_times(records, schedule, micro_batches, key="seconds_per_micro_batch"):
     """The schedule's bubble (mean over stages) simulated with each stage's measured forward
-    and backward seconds per micro-batch."""
+    and backward seconds (or CPU seconds) per micro-batch."""
     from hiapi.distribute.pipeline import schedules
-    actions = [r["seconds_per_micro_batch"] for r in records]
+    actions = [r[key] for r in records]
     return float(np.mean(schedules.predicted_bubble(len(records), micro_batches,
                                                     schedules.get(schedule), actions)))
 
@@ -133,6 +139,7 @@ def main():
         measured = float(np.mean([r["bubble"] for r in records]))
         median = float(np.mean([r["median_step_bubble"] for r in records]))
         simulated = from_measured_times(records, "1f1b", M)
+        simulated_cpu = from_measured_times(records, "1f1b", M, "cpu_seconds_per_micro_batch")
         ideal = records[0]["ideal"]
         print(json.dumps({"benchmark": "bubble", "stages": K, "micro_batches": M,
                           "split": [len(layers) for layers in records[0]["split"]],
@@ -145,6 +152,8 @@ def main():
                           "median_step_mean": round(median, 3),
                           "median_step_ratio_to_ideal": round(median / ideal, 2),
                           "ratio_to_measured_stage_times": round(measured / simulated, 2),
+                          "predicted_from_stage_cpu_times": round(simulated_cpu, 3),
+                          "waiting": sorted({r["waiting"] for r in records}),
                           "ms_per_micro_batch_forward_backward": [
                               [round(1e3 * t, 2) for t in r["seconds_per_micro_batch"]]
                               for r in records],

@@ -260,6 +260,9 @@ class PipelineStrategy(Strategy):
                   "predicted_bubble_per_stage": predicted,
                   "measured_seconds_per_micro_batch_this_rank":
                   self.pipeline_stats.action_seconds,
+                  "measured_cpu_seconds_per_micro_batch_this_rank":
+                  self.pipeline_stats.action_cpu_seconds,
+                  "waiting_this_rank": self.pipeline_stats.waiting,
                   "activations_held": schedules.peak_in_flight(
                       self.schedule(self.stage_index, K, M)),
                   "measured_bubble_this_rank": self.pipeline_stats.bubble

@@ -2,9 +2,10 @@
 
 It splits the global batch into ``M`` micro-batches, runs this stage's part of the schedule
 (``schedules.py``), receives activations from the previous stage and gradients from the next
-with blocking receives, sends its own with non-blocking sends (so a stage never waits for its
-neighbour to *take* a message), accumulates the parameter gradients over the micro-batches,
-and applies one optimizer update: a pipelined step equals one step on the whole global batch.
+(blocking, spinning or yielding the core: ``waiting.py``), sends its own with non-blocking
+sends (so a stage never waits for its neighbour to *take* a message), accumulates the
+parameter gradients over the micro-batches, and applies one optimizer update: a pipelined
+step equals one step on the whole global batch.
 The last stage's loss and metric outputs are combined over micro-batches (losses weighted by
 size, metric statistics summed, per-sample outputs concatenated) and broadcast, so every rank
 returns, and logs, the same numbers.
@@ -13,6 +14,7 @@ import time
 
 import numpy as np
 
+from hiapi.distribute.pipeline import waiting
 from hiapi.distribute.pipeline.schedules import peak_in_flight
 
 FORWARD, BACKWARD = 0, 1
@@ -25,6 +27,8 @@ class PipelineTrainStep:
         self.schedule = schedule
         self.comm = strategy.pipeline_comm                    # None in one process
         self.stats = strategy.pipeline_stats
+        self.waiting = waiting.for_communicator(self.comm)     # spin, or yield the core
+        self.stats.waiting = self.waiting.name
 
     @property
     def _executables(self):
@@ -52,22 +56,23 @@ class PipelineTrainStep:
                 held = sum(a.nbytes for a in entering.values())
                 self.stats.peak_held_bytes = max(self.stats.peak_held_bytes, held)
                 if not stage.last:
-                    began = time.perf_counter()
+                    began, cpu = time.perf_counter(), time.thread_time()
                     output = stage.forward(activation)
                     self.stats.forward_seconds += time.perf_counter() - began
+                    self.stats.forward_cpu_seconds += time.thread_time() - cpu
                     sends.append(self._send(output, stage.index + 1, m, FORWARD))
                 continue
             share = np.float32((part.stop - part.start) / total * strategy._replica_share)
             activation = entering.pop(m)
             if stage.last:
                 targets = [t[part] for t in feed[self.n_inputs:n_feed]]
-                began = time.perf_counter()
+                began, cpu = time.perf_counter(), time.thread_time()
                 outputs = stage.backward(activation, *targets, share)
                 results[m] = outputs[:stage.result_count]
                 gradients = outputs[stage.result_count:]
             else:
                 upstream = self._receive(stage.output_spec, part, stage.index + 1, m, BACKWARD)
-                began = time.perf_counter()
+                began, cpu = time.perf_counter(), time.thread_time()
                 outputs = stage.backward(activation, upstream, share)
                 regularization += float(outputs[0])
                 gradients = outputs[1:]
@@ -77,14 +82,14 @@ class PipelineTrainStep:
             accumulated = [np.array(g, copy=True) for g in gradients] if accumulated is None \
                 else [a.__iadd__(g) for a, g in zip(accumulated, gradients)]
             self.stats.backward_seconds += time.perf_counter() - began
+            self.stats.backward_cpu_seconds += time.thread_time() - cpu
             self.stats.micro_batches += 1
         stage.set_counters(lambda c: base[id(c)] + len(slices))
         if strategy.replicas > 1:                 # the stage's gradient over all replicas
             accumulated = _allreduce(strategy.data_communicator, accumulated)
         stage.update(*accumulated, *optimizer_values)
         began = time.perf_counter()
-        for _, request in sends:                    # (each array kept alive until sent)
-            request.Wait()
+        self.waiting.wait_all([request for _, request in sends])   # (arrays alive till sent)
         self._waited += time.perf_counter() - began
         combined = self._share_results(results, slices, total,
                                        regularization / strategy._replica_share)
@@ -97,7 +102,7 @@ class PipelineTrainStep:
         shape, dtype = spec
         buffer = np.empty((part.stop - part.start,) + tuple(shape[1:]), dtype)
         began = time.perf_counter()
-        self.comm.Recv(buffer, source=source, tag=2 * m + direction)
+        self.waiting.receive(self.comm, buffer, source, 2 * m + direction)
         self._waited += time.perf_counter() - began      # idle: the pipeline's bubble
         return buffer
 
@@ -114,6 +119,7 @@ class PipelineTrainStep:
         if self.comm is None:
             return combined
         began = time.perf_counter()
+        self.waiting.meet(self.comm)
         regularization = self.comm.allreduce(regularization)   # earlier stages' penalties
         combined = self.comm.bcast(combined, root=self.strategy.pipeline_stages - 1)
         self._waited += time.perf_counter() - began
@@ -165,9 +171,15 @@ class PipelineStats:
     load lands in a few steps, and their median says what the schedule does without it."""
 
     def __init__(self):
+        self.waiting = None             # how the stage waits: "spin" or "yield" (waiting.py)
+        self.reset()
+
+    def reset(self):
+        """Forget what was measured (after a warm-up, say)."""
         self.steps, self.wall, self.busy, self.peak_in_flight = 0, 0.0, 0.0, 0
         self.peak_held_bytes = 0        # activations entering the stage, kept for backward
         self.forward_seconds = self.backward_seconds = 0.0
+        self.forward_cpu_seconds = self.backward_cpu_seconds = 0.0    # this thread's CPU
         self.micro_batches = 0
         self.step_bubbles = []
 
@@ -188,3 +200,13 @@ class PipelineStats:
             return None
         return (self.forward_seconds / self.micro_batches,
                 self.backward_seconds / self.micro_batches)
+
+    @property
+    def action_cpu_seconds(self):
+        """As ``action_seconds`` in this thread's CPU time: what the actions cost with a core
+        of their own (ranks sharing cores stretch wall time, not CPU time; kernels running
+        on more threads than this one make it an underestimate)."""
+        if not self.micro_batches:
+            return None
+        return (self.forward_cpu_seconds / self.micro_batches,
+                self.backward_cpu_seconds / self.micro_batches)

@@ -85,12 +85,15 @@ def test_pipeline_x_tensor_backup_resumes_equal_to_uninterrupted(tmp_path):
             np.testing.assert_allclose(resumed[name], straight[name], rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("ranks,mode,parts,replicas", [
-    (2, "pipeline", 2, 1), (2, "tensor", 2, 1), (4, "pipeline", 2, 2), (4, "tensor", 2, 2)])
-def test_train_on_batch_equals_one_process(tmp_path, ranks, mode, parts, replicas):
+@pytest.mark.parametrize("ranks,mode,parts,replicas,wait", [
+    (2, "pipeline", 2, 1, "spin"), (2, "pipeline", 2, 1, "yield"), (2, "tensor", 2, 1, ""),
+    (4, "pipeline", 2, 2, ""), (4, "tensor", 2, 2, "")])
+def test_train_on_batch_equals_one_process(tmp_path, ranks, mode, parts, replicas, wait):
     """train_on_batch's global batch is the replicas' samples: a replica's stages (or tensor
-    parts) share theirs, so its gradient is not divided by the stages (parts) too."""
-    run_mpi(ranks, "train_on_batch.py", tmp_path, mode, "mlp", parts, replicas, timeout=300)
+    parts) share theirs, so its gradient is not divided by the stages (parts) too. Stages
+    that wait by spinning in MPI or by testing and yielding the core train alike."""
+    run_mpi(ranks, "train_on_batch.py", tmp_path, mode, "mlp", parts, replicas, timeout=300,
+            env={"HIAPI_PIPELINE_WAIT": wait})
     subprocess.run([sys.executable, str(WORKERS / "train_on_batch.py"), str(tmp_path),
                     "reference", "mlp", "1", str(replicas)], check=True, cwd=ROOT, timeout=300)
     want_weights = np.load(tmp_path / "reference_0.npz")
@@ -167,6 +170,16 @@ def test_predicted_bubble_of_the_stages_as_they_run():
         slow_last = balanced[:-1] + [(0.0, 14.0)]
         assert np.mean(schedules.predicted_bubble(stages, micro_batches, schedules.one_f_one_b,
                                                   slow_last)) > ideal
+
+
+def test_waiting_is_chosen_by_oversubscription_or_by_name(monkeypatch):
+    from hiapi.distribute.pipeline import waiting
+    assert isinstance(waiting.for_communicator(None), waiting.Spinning)    # one process
+    monkeypatch.setenv("HIAPI_PIPELINE_WAIT", "yield")
+    assert isinstance(waiting.for_communicator(None), waiting.Yielding)
+    monkeypatch.setenv("HIAPI_PIPELINE_WAIT", "nap")
+    with pytest.raises(ValueError, match="HIAPI_PIPELINE_WAIT must be 'spin' or 'yield'"):
+        waiting.for_communicator(None)
 
 
 def test_split_by_name_and_errors():
