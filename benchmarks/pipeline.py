@@ -4,10 +4,14 @@ per-process ``memory_budget`` on one process but trains on 4 stages.
 
     python benchmarks/pipeline.py [--stages 2] [--steps 8] [--skip-budget] [--bubble-only]
 
-1. Bubble: an MLP of 9 equal Dense(1024) layers and a Dense(10) head, global batch 1024, for
-   M = 1, 2, 4, 8, 16 micro-batches. The split is 4 | 5 layers, which balances 2 stages as they
-   run (``split.stage_actions``): the first re-runs its forward in its backward and computes no
-   gradient for its input, 4 + 4 + 4 + 3 = 15 matmuls per micro-batch, the second 5 * 3. Each
+1. Bubble: an MLP of equal Dense(512) layers and a Dense(10) head, global batch 4096, for
+   M = 1, 2, 4, 8, 16 micro-batches. The depth is one the stages can balance as they run
+   (``split.stage_actions``: a stage but the last re-runs its forward in its backward, the
+   first computes no gradient for its input): 9 layers split 4 | 5 for 2 stages (4 + 4 + 4 + 3
+   = 15 matmuls per micro-batch against 5 * 3), 13 split 3 | 3 | 3 | 4 for 4 (11, 12, 12, 12).
+   The micro-batches at M = 16 have 256 rows, enough for the weight-gradient matmuls to run as
+   fast as the others (with 64-row micro-batches of a 1024-wide MLP they ran ~15% slower, and
+   the stage with more of them was ~4% slower: an imbalance the split cannot see). Each
    rank measures the idle fraction of its steps (time blocked waiting for a neighbour's
    activation or gradient, for its own sends to be taken, or in the step's closing collective,
    over wall time, after a warm-up step), over all steps and the median step (a neighbour's
@@ -37,6 +41,7 @@ import numpy as np
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "HIAPI_NUM_THREADS": "1",
        "PYTHONUNBUFFERED": "1"}
 BUDGET = 48 * 2**20
+BALANCED_DEPTH = {2: 9, 4: 13}      # Dense layers that K stages split evenly (see above)
 
 
 def mlp(depth, width):
@@ -50,9 +55,11 @@ def mlp(depth, width):
 
 def worker(schedule, micro_batches, steps, budget):
     import hiapi
-    strategy = hiapi.distribute.Strategy(pipeline_stages=int(os.environ["STAGES"]),
-                                         micro_batches=micro_batches, schedule=schedule)
-    depth, width, batch = (24, 1024, 1024) if budget else (9, 1024, 1024)
+    stages = int(os.environ["STAGES"])
+    strategy = hiapi.distribute.Strategy(pipeline_stages=stages, micro_batches=micro_batches,
+                                         schedule=schedule)
+    depth, width, batch = (24, 1024, 1024) if budget else (BALANCED_DEPTH.get(stages, 9), 512,
+                                                           4096)
     with strategy.scope():
         model = mlp(depth, width)
         model.compile(optimizer=hiapi.optimizers.SGD(0.01),
