@@ -12,32 +12,34 @@ from hiapi.backends.numpy_backend.im2col import register_conv_kernels
 
 @njit(parallel=True, cache=True)
 def _im2col(x, kh, kw, sh, sw, dh, dw, top, left, oh, ow, cols):
+    """Parallel over output rows (of all images): a chunk is often one image or a band of
+    one image's rows, which a loop over images would give to one thread."""
     n_batch, height, width, channels = x.shape
-    for n in prange(n_batch):
-        for i in range(oh):
-            row0 = (n * oh + i) * ow
-            if channels == 1:       # one value per tap: walk along the output row instead
-                for a in range(kh):
-                    r = i * sh - top + a * dh
-                    for b in range(kw):
-                        tap, q0 = a * kw + b, b * dw - left
-                        for j in range(ow):
-                            q = j * sw + q0
-                            inside = 0 <= r < height and 0 <= q < width
-                            cols[row0 + j, tap] = x[n, r, q, 0] if inside else 0
-                continue
-            for j in range(ow):
-                for a in range(kh):
-                    r = i * sh - top + a * dh
-                    for b in range(kw):
-                        q = j * sw - left + b * dw
-                        base = (a * kw + b) * channels
-                        if 0 <= r < height and 0 <= q < width:
-                            for c in range(channels):
-                                cols[row0 + j, base + c] = x[n, r, q, c]
-                        else:
-                            for c in range(channels):
-                                cols[row0 + j, base + c] = 0
+    for t in prange(n_batch * oh):
+        n, i = t // oh, t % oh
+        row0 = t * ow
+        if channels == 1:       # one value per tap: walk along the output row instead
+            for a in range(kh):
+                r = i * sh - top + a * dh
+                for b in range(kw):
+                    tap, q0 = a * kw + b, b * dw - left
+                    for j in range(ow):
+                        q = j * sw + q0
+                        inside = 0 <= r < height and 0 <= q < width
+                        cols[row0 + j, tap] = x[n, r, q, 0] if inside else 0
+            continue
+        for j in range(ow):
+            for a in range(kh):
+                r = i * sh - top + a * dh
+                for b in range(kw):
+                    q = j * sw - left + b * dw
+                    base = (a * kw + b) * channels
+                    if 0 <= r < height and 0 <= q < width:
+                        for c in range(channels):
+                            cols[row0 + j, base + c] = x[n, r, q, c]
+                    else:
+                        for c in range(channels):
+                            cols[row0 + j, base + c] = 0
 
 
 @njit(parallel=True, cache=True)

@@ -9,7 +9,8 @@ kernel tap and input channel (KH*KW*C columns, in the kernel's (kh, kw, c) order
     conv2d_input_grad:  dcols(M, K) = g(M, F) @ w(K, F).T, then col2im adds each window back
 
 Every GEMM reads and writes contiguous 2-D buffers; the columns are made a few images at a
-time (``CHUNK_BYTES``) in the kernel's planned workspace (``hiapi.backends.workspace``), so they
+time (``CHUNK_BYTES``), or a band of one image's rows when one image is larger, in the kernel's
+planned workspace (``hiapi.backends.workspace``), so they
 stay in cache and a step allocates nothing outside the memory plan: ``conv_scratch`` declares
 the columns, the lowering's own temporaries (the numpy lowering's zero-padded input and col2im
 grid; none for numba's loops) and the filter gradient's per-chunk product. The numpy backend
@@ -51,12 +52,38 @@ def _per_chunk(shape, columns, itemsize):
     return min(shape.n, max(1, CHUNK_BYTES // max(shape.oh * shape.ow * columns * itemsize, 1)))
 
 
-def _chunks(shape, columns, itemsize):
-    """(images, geometry of that many images) covering the batch in cache-sized pieces."""
-    per = _per_chunk(shape, columns, itemsize)
-    for start in range(0, shape.n, per):
-        stop = min(start + per, shape.n)
-        yield slice(start, stop), shape._replace(n=stop - start)
+def _rows_per_band(shape, columns, itemsize):
+    """Output rows per chunk: all of them, or a band when one image's columns alone exceed
+    ``CHUNK_BYTES`` (a 64x64 image of 3x3x64 taps is 9 MiB: banding keeps the planned scratch,
+    a fixed part of a recomputing step's arena, at the chunk size)."""
+    if shape.oh * shape.ow * columns * itemsize <= CHUNK_BYTES:
+        return shape.oh
+    return min(shape.oh, max(1, CHUNK_BYTES // max(shape.ow * columns * itemsize, 1)))
+
+
+Piece = namedtuple("Piece", "images in_rows out_rows shape")
+
+
+def _pieces(shape, columns, itemsize):
+    """Pieces covering the batch in cache-sized chunks: a few whole images, or one image's
+    band of output rows with the input rows its windows read (``in_rows``), as a geometry of
+    its own (``top`` is the band's own padding), so the same lowering serves both."""
+    rows = _rows_per_band(shape, columns, itemsize)
+    if rows == shape.oh:
+        per = _per_chunk(shape, columns, itemsize)
+        for start in range(0, shape.n, per):
+            stop = min(start + per, shape.n)
+            yield Piece(slice(start, stop), slice(None), slice(None),
+                        shape._replace(n=stop - start))
+        return
+    for n in range(shape.n):
+        for i0 in range(0, shape.oh, rows):
+            i1 = min(i0 + rows, shape.oh)
+            lo = i0 * shape.sh - shape.top                       # first input row read
+            hi = (i1 - 1) * shape.sh - shape.top + (shape.kh - 1) * shape.dh + 1
+            r0, r1 = max(lo, 0), min(hi, shape.h)
+            yield Piece(slice(n, n + 1), slice(r0, r1), slice(i0, i1),
+                        shape._replace(n=1, h=r1 - r0, top=r0 - lo, oh=i1 - i0))
 
 
 def _gemm_into(out, a, b):
@@ -70,14 +97,14 @@ def _gemm_into(out, a, b):
 
 class Scratch:
     """Where a convolution's temporaries sit in its workspace, for one geometry: the columns
-    of one chunk, then the lowering's own (``spare``), then the filter gradient's product of
-    one chunk. ``nbytes`` is what the kernel declares."""
+    of the largest piece, then the lowering's own (``spare``), then the filter gradient's
+    product of one piece (when there are several). ``nbytes`` is what the kernel declares."""
 
     def __init__(self, shape, columns, filters, itemsize, lowering_bytes):
-        part = shape._replace(n=_per_chunk(shape, columns, itemsize))
-        self.spare = aligned(part.n * part.oh * part.ow * columns * itemsize)
-        self.product = self.spare + aligned(lowering_bytes(part, itemsize))
-        self.nbytes = self.product + (aligned(columns * filters * itemsize) if part.n < shape.n
+        pieces = [p.shape for p in _pieces(shape, columns, itemsize)]
+        self.spare = aligned(max(p.n * p.oh * p.ow for p in pieces) * columns * itemsize)
+        self.product = self.spare + aligned(max(lowering_bytes(p, itemsize) for p in pieces))
+        self.nbytes = self.product + (aligned(columns * filters * itemsize) if len(pieces) > 1
                                       else 0)
 
 
@@ -93,10 +120,10 @@ def conv_kernels(im2col, col2im, lowering_bytes):
         at = Scratch(shape, k, f // groups, x.itemsize, lowering_bytes)
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
             weights = w[..., fs].reshape(k, f // groups)
-            for images, part in _chunks(shape, k, x.itemsize):
+            for images, rows_in, rows_out, part in _pieces(shape, k, x.itemsize):
                 cols = take(workspace, (part.n * part.oh * part.ow, k), x.dtype)
-                im2col(x[images, ..., cs], part, cols, _spare(workspace, at))
-                _gemm_into(out[images, ..., fs], cols, weights)
+                im2col(x[images, rows_in, :, cs], part, cols, _spare(workspace, at))
+                _gemm_into(out[images, rows_out, :, fs], cols, weights)
 
     def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups,
                            workspace=None):
@@ -107,11 +134,12 @@ def conv_kernels(im2col, col2im, lowering_bytes):
         g = np.ascontiguousarray(g)
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
             target = out[..., fs]
-            for images, part in _chunks(shape, k, x.itemsize):
+            for n, (images, rows_in, rows_out, part) in enumerate(
+                    _pieces(shape, k, x.itemsize)):
                 cols = take(workspace, (part.n * part.oh * part.ow, k), x.dtype)
-                im2col(x[images, ..., cs], part, cols, _spare(workspace, at))
-                g_rows = g[images].reshape(-1, f)[:, fs]
-                if images.start == 0:
+                im2col(x[images, rows_in, :, cs], part, cols, _spare(workspace, at))
+                g_rows = g[images, rows_out].reshape(-1, f)[:, fs]
+                if n == 0:
                     _gemm_into(target, cols.T, g_rows)
                 else:
                     product = take(workspace, (k, f // groups), out.dtype, at.product)
@@ -128,10 +156,10 @@ def conv_kernels(im2col, col2im, lowering_bytes):
         out[...] = 0
         for cs, fs in zip(_slices(out.shape[3], groups), _slices(f, groups)):
             weights_t = w[..., fs].reshape(k, f // groups).T
-            for images, part in _chunks(shape, k, out.itemsize):
+            for images, rows_in, rows_out, part in _pieces(shape, k, out.itemsize):
                 cols = take(workspace, (part.n * part.oh * part.ow, k), out.dtype)
-                np.matmul(g[images].reshape(-1, f)[:, fs], weights_t, out=cols)
-                col2im(cols, part, out[images, ..., cs], _spare(workspace, at))
+                np.matmul(g[images, rows_out].reshape(-1, f)[:, fs], weights_t, out=cols)
+                col2im(cols, part, out[images, rows_in, :, cs], _spare(workspace, at))
 
     return conv2d, conv2d_filter_grad, conv2d_input_grad
 
