@@ -58,7 +58,9 @@ def _rows_per_band(shape, columns, itemsize):
     a fixed part of a recomputing step's arena, at the chunk size)."""
     if shape.oh * shape.ow * columns * itemsize <= CHUNK_BYTES:
         return shape.oh
-    return min(shape.oh, max(1, CHUNK_BYTES // max(shape.ow * columns * itemsize, 1)))
+    most = max(1, CHUNK_BYTES // max(shape.ow * columns * itemsize, 1))
+    bands = -(-shape.oh // most)
+    return -(-shape.oh // bands)               # equal bands: no small last GEMM
 
 
 Piece = namedtuple("Piece", "images in_rows out_rows shape")
