@@ -21,6 +21,17 @@ Each allowance gives a candidate plan; every candidate is scheduled and planned 
 shapes, kernel scratch included (``scratch.py``: a budget means real bytes), and ``choose``
 takes the smallest arena whose recomputation costs at most ``MAX_EXTRA_FORWARD`` of the
 forward pass's FLOPs (or, for a byte budget, the least recomputation whose arena fits).
+
+What this costs on the deep CNN of ``benchmarks/sublinear.py`` (16 x Conv2D(64, 3x3) + ReLU):
+the bias and ReLU run in place in the convolution's buffer, so each layer leaves one value the
+backward pass reads, and every layer costs the same to recompute; keeping a convolution's raw
+output instead of its activation would save nothing. The smallest arena holds six such values
+at its peak: a layer's output gradient and input gradient, the input its filter gradient
+reads, and three more, which the segments share with the checkpoints still live before them
+(segments of 6, 4, 3, 2 and 1 layers). That recomputes 10 of the 16 convolutions (the first,
+over 3 channels, is cheap and recomputed per reader), 0.67 of a forward pass and 22.5 % of the
+step's FLOPs; no plan that recomputes each layer at most once within six values recomputes
+fewer.
 """
 import math
 from dataclasses import dataclass
