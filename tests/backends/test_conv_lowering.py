@@ -78,7 +78,8 @@ def test_row_bands_fit_the_declared_scratch(backend, strides, padding, dilation,
 
     monkeypatch.setattr(im2col, "CHUNK_BYTES", g.shape[1] * row_bytes)    # one image
     per_image = declared()
-    monkeypatch.setattr(im2col, "CHUNK_BYTES", 2 * row_bytes)             # two output rows
+    monkeypatch.setattr(im2col, "CHUNK_BYTES", 2 * row_bytes)             # bands, of
+    monkeypatch.setattr(im2col, "BAND_BYTES", 2 * row_bytes)              # two output rows
     space = {name: np.empty(n, np.uint8) for name, n in declared().items()}
     assert all(space[name].nbytes < per_image[name] for name in space)
     out, dw, dx = np.empty(g.shape), np.empty(w.shape), np.empty(x.shape)
