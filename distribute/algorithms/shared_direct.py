@@ -18,10 +18,7 @@ the chunk before, so every rank has finished reading what that slot held two chu
 """
 import numpy as np
 
-from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
-from hiapi.distribute.algorithms.shared_memory import LARGEST_CHUNK, chunk_bytes_for, \
-    default_chunk_bytes, reserve_chunk
-from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
+from hiapi.distribute.algorithms.shared_memory import OneNodeAllreduce
 
 BLOCK_BYTES = 128 << 10      # a running total and one addend: 256 KB, inside a 1 MB L2
 
@@ -42,38 +39,21 @@ def sum_slots(slots, out, block):
                 np.add(total, slot[lo:hi], out=total)
 
 
-class SharedDirectAllreduce(AllreduceAlgorithm):
+class SharedDirectAllreduce(OneNodeAllreduce):
     name = "shared_direct"
-
-    def __init__(self, comm, chunk_bytes=None):
-        super().__init__(comm)
-        node = node_communicator(comm)
-        if node.Get_size() != self.size:
-            raise ValueError(
-                f"shared_direct allreduce: all {self.size} ranks must share one node's memory, "
-                f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
-        self.base_chunk = chunk_bytes or default_chunk_bytes(node)
-        self.shared = SharedSlots(node, max(self.base_chunk, LARGEST_CHUNK))
 
     def __call__(self, array):
         if self.size == 1:
             return array
-        flat, shared = flat_view(array, "shared_direct"), self.shared
-        step = reserve_chunk(shared, flat.nbytes, self.base_chunk, flat.itemsize)
-        block = BLOCK_BYTES // flat.itemsize
-        for start in range(0, len(flat), step):
-            part = flat[start:start + step]
-            slots = shared.slots(flat.dtype)
+        for part, slots in self.chunks(array):
             slots[self.rank][:len(part)] = part
-            shared.fence()
-            sum_slots(slots, part, block)
-            shared.advance()
+            self.shared.fence()
+            sum_slots(slots, part, BLOCK_BYTES // part.itemsize)
         return array
 
     def latency_steps(self, size):
         return 1                                      # one fence
 
     def bandwidth_time(self, nbytes, costs, size):
-        more_chunks = max(0, -(-nbytes // chunk_bytes_for(nbytes, self.base_chunk)) - 1)
-        return more_chunks * costs.barrier + nbytes * costs.copy + \
+        return self.extra_chunks(nbytes) * costs.barrier + nbytes * costs.copy + \
             (size - 1) * nbytes * costs.gamma

@@ -49,6 +49,7 @@ def reserve_chunk(shared, nbytes, base, itemsize):
     want = chunk_bytes_for(nbytes, base)
     return min(shared.reserve(min(want, nbytes)), want) // itemsize
 
+
 def reduce_own_slice(slots, rank, bounds):
     """Sum slice ``rank`` (``bounds``) of every slot into this rank's own slot."""
     lo, hi = bounds[rank], bounds[rank + 1]
@@ -59,27 +60,42 @@ def reduce_own_slice(slots, rank, bounds):
                 np.add(mine, slot[lo:hi], out=mine)
 
 
-class SharedMemoryAllreduce(AllreduceAlgorithm):
-    name = "shared_memory"
+class OneNodeAllreduce(AllreduceAlgorithm):
+    """What the one-node algorithms share: every rank on one node, a double-buffered shared
+    slot per rank, and the message taken in chunks (``chunks``), each ended by ``advance``."""
 
     def __init__(self, comm, chunk_bytes=None):
         super().__init__(comm)
         node = node_communicator(comm)
         if node.Get_size() != self.size:
             raise ValueError(
-                f"shared_memory allreduce: all {self.size} ranks must share one node's memory, "
+                f"{self.name} allreduce: all {self.size} ranks must share one node's memory, "
                 f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
         self.base_chunk = chunk_bytes or default_chunk_bytes(node)
         self.shared = SharedSlots(node, max(self.base_chunk, LARGEST_CHUNK))
 
+    def chunks(self, array):
+        """Yield (chunk of ``array``'s flat view, the P slots for it); the slots advance after
+        each chunk is done."""
+        flat, shared = flat_view(array, self.name), self.shared
+        step = reserve_chunk(shared, flat.nbytes, self.base_chunk, flat.itemsize)
+        for start in range(0, len(flat), step):
+            yield flat[start:start + step], shared.slots(flat.dtype)
+            shared.advance()
+
+    def extra_chunks(self, nbytes):
+        """Chunks beyond the first that an ``nbytes`` message takes (each costs fences)."""
+        return max(0, -(-nbytes // chunk_bytes_for(nbytes, self.base_chunk)) - 1)
+
+
+class SharedMemoryAllreduce(OneNodeAllreduce):
+    name = "shared_memory"
+
     def __call__(self, array):
         if self.size == 1:
             return array
-        flat, shared, rank = flat_view(array, "shared_memory"), self.shared, self.rank
-        step = reserve_chunk(shared, flat.nbytes, self.base_chunk, flat.itemsize)
-        for start in range(0, len(flat), step):
-            part = flat[start:start + step]
-            slots = shared.slots(flat.dtype)
+        shared, rank = self.shared, self.rank
+        for part, slots in self.chunks(array):
             slots[rank][:len(part)] = part
             shared.fence()
             bounds = segment_bounds(len(part), self.size)
@@ -87,13 +103,11 @@ class SharedMemoryAllreduce(AllreduceAlgorithm):
             shared.fence()
             for other, slot in enumerate(slots):
                 part[bounds[other]:bounds[other + 1]] = slot[bounds[other]:bounds[other + 1]]
-            shared.advance()
         return array
 
     def latency_steps(self, size):
         return 2                                      # two fences
 
     def bandwidth_time(self, nbytes, costs, size):
-        more_chunks = max(0, -(-nbytes // chunk_bytes_for(nbytes, self.base_chunk)) - 1)
-        return more_chunks * 2 * costs.barrier + 2 * nbytes * costs.copy + \
+        return self.extra_chunks(nbytes) * 2 * costs.barrier + 2 * nbytes * costs.copy + \
             (size - 1) / size * nbytes * costs.gamma
