@@ -1,9 +1,14 @@
 """Convolution on the numba backend: the numpy backend's GEMM lowering (``im2col.register_conv_kernels``)
-with im2col and col2im as parallel loops that read the input once, in place of strided copies
-and a padded temporary. The GEMMs stay in BLAS: measured on 2 cores, a direct convolution loop
-in numba reached a fraction of OpenBLAS's sgemm rate on every layer of the benchmark convnets,
-so im2col + GEMM is used for every shape.
+with im2col and col2im as loops that read the input once, in place of strided copies and a
+padded temporary: parallel when one chunk is lowered at a time, serial (and free of the GIL)
+when the forward's chunks themselves run on several threads. The GEMMs stay in BLAS: measured
+on 2 cores, a direct convolution loop in numba reached a fraction of OpenBLAS's sgemm rate on
+every layer of the benchmark convnets (again in issue #14 for the 9- and 27-tap first layers:
+1.3-2x slower than im2col + GEMM forward, and the filter gradient no faster), so im2col + GEMM
+is used for every shape.
 """
+from types import FunctionType
+
 from numba import njit, prange
 
 from hiapi.backends.numba_backend import backend
@@ -63,6 +68,20 @@ def _col2im(cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow, out):
                             out[n, r, q, c] += cols[row, base + c]
 
 
+def _serial(parallel):
+    """The same loop compiled without threads and without the GIL, for chunks that run on
+    hiapi's worker threads (``backends/chunk_workers.py``): a parallel loop may not be launched
+    from two threads at once. Renamed, because numba's disk cache is keyed by the function's
+    name and line and would otherwise hand back the parallel build."""
+    code = parallel.py_func
+    function = FunctionType(code.__code__, code.__globals__, code.__name__ + "_serial")
+    function.__qualname__ = function.__name__
+    return njit(cache=True, nogil=True)(function)
+
+
+_im2col_serial = _serial(_im2col)
+
+
 def _lowering(s):
     return s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.top, s.left, s.oh, s.ow
 
@@ -75,4 +94,8 @@ def col2im(cols, shape, out, spare=None):
     _col2im(cols, *_lowering(shape), out)
 
 
-register_conv_kernels(backend, im2col, col2im)
+def serial_im2col(x, shape, cols, spare=None):
+    _im2col_serial(x, *_lowering(shape), cols)
+
+
+register_conv_kernels(backend, im2col, col2im, serial_im2col=serial_im2col)

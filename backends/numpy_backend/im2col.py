@@ -15,12 +15,20 @@ step allocates nothing outside the memory plan: ``conv_scratch`` declares
 the columns, the lowering's own temporaries (the numpy lowering's zero-padded input and col2im
 grid; none for numba's loops) and the filter gradient's per-chunk product. The numpy backend
 lowers with strided copies; the numba backend registers the same kernels with parallel loops.
+
+With more than one thread the forward convolution runs whole pieces (lowering + GEMM) on the
+thread budget's threads, each GEMM single-threaded (``backends/chunk_workers.py``): the threads
+share the ``CHUNK_BYTES`` of columns, so the plan holds no more memory, and the result does not
+depend on the thread count. The gradients split each piece's GEMM over BLAS's threads (measured
+faster for them: docs/performance.md).
 """
 from collections import namedtuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from hiapi import threads
+from hiapi.backends.chunk_workers import workers
 from hiapi.backends.workspace import aligned, take
 from hiapi.graph.ops import conv_geometry as geo
 
@@ -48,8 +56,9 @@ def _slices(total, groups):
 CHUNK_BYTES = 4 << 20
 
 
-def _per_chunk(shape, columns, itemsize):
-    return min(shape.n, max(1, CHUNK_BYTES // max(shape.oh * shape.ow * columns * itemsize, 1)))
+def _per_chunk(shape, columns, itemsize, chunk_bytes=None):
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    return min(shape.n, max(1, chunk_bytes // max(shape.oh * shape.ow * columns * itemsize, 1)))
 
 
 # An image whose columns exceed CHUNK_BYTES is taken in equal bands of output rows of at most
@@ -60,13 +69,16 @@ def _per_chunk(shape, columns, itemsize):
 BAND_BYTES = 6 << 20
 
 
-def _rows_per_band(shape, columns, itemsize):
+def _rows_per_band(shape, columns, itemsize, chunk_bytes=None):
     """Output rows per chunk: all of them, or a band when one image's columns alone exceed
     ``CHUNK_BYTES`` (a 64x64 image of 3x3x64 taps is 9 MiB: banding halves the planned
-    scratch, a fixed part of a recomputing step's arena)."""
-    if shape.oh * shape.ow * columns * itemsize <= CHUNK_BYTES:
+    scratch, a fixed part of a recomputing step's arena). Threads that share the chunk
+    (``chunk_bytes`` less than it) share the band bytes the same way."""
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    if shape.oh * shape.ow * columns * itemsize <= chunk_bytes:
         return shape.oh
-    most = max(1, BAND_BYTES // max(shape.ow * columns * itemsize, 1))
+    band_bytes = BAND_BYTES * chunk_bytes // CHUNK_BYTES
+    most = max(1, band_bytes // max(shape.ow * columns * itemsize, 1))
     bands = -(-shape.oh // most)
     return -(-shape.oh // bands)               # equal bands: no small last GEMM
 
@@ -74,13 +86,13 @@ def _rows_per_band(shape, columns, itemsize):
 Piece = namedtuple("Piece", "images in_rows out_rows shape")
 
 
-def _pieces(shape, columns, itemsize):
+def _pieces(shape, columns, itemsize, chunk_bytes=None):
     """Pieces covering the batch in cache-sized chunks: a few whole images, or one image's
     band of output rows with the input rows its windows read (``in_rows``), as a geometry of
     its own (``top`` is the band's own padding), so the same lowering serves both."""
-    rows = _rows_per_band(shape, columns, itemsize)
+    rows = _rows_per_band(shape, columns, itemsize, chunk_bytes)
     if rows == shape.oh:
-        per = _per_chunk(shape, columns, itemsize)
+        per = _per_chunk(shape, columns, itemsize, chunk_bytes)
         for start in range(0, shape.n, per):
             stop = min(start + per, shape.n)
             yield Piece(slice(start, stop), slice(None), slice(None),
@@ -118,22 +130,65 @@ class Scratch:
                                       else 0)
 
 
-def conv_kernels(im2col, col2im, lowering_bytes):
+class ThreadedScratch:
+    """The forward's workspace when its pieces run on several threads: one slot per thread
+    (the columns of its largest piece, then the lowering's own temporary), the pieces sized so
+    that the slots together take about ``CHUNK_BYTES``, as one piece did."""
+
+    def __init__(self, shape, columns, itemsize, lowering_bytes, slots):
+        self.pieces = list(_pieces(shape, columns, itemsize, max(1, CHUNK_BYTES // slots)))
+        parts = [p.shape for p in self.pieces]
+        self.columns_bytes = aligned(max(p.n * p.oh * p.ow for p in parts) * columns * itemsize)
+        self.slot = self.columns_bytes + aligned(max(lowering_bytes(p, itemsize)
+                                                     for p in parts))
+        self.slots = slots
+        self.nbytes = slots * self.slot
+
+    def columns(self, workspace, slot, shape, dtype):
+        return take(workspace, shape, dtype, slot * self.slot)
+
+    def spare(self, workspace, slot):
+        if workspace is None:
+            return None
+        start = slot * self.slot
+        return workspace[start + self.columns_bytes:start + self.slot]
+
+
+def _threaded_layout(shape, columns, itemsize, lowering_bytes, workspace):
+    """The layout the forward's workspace was planned with: for the budget's thread count, or
+    (when the budget changed since, ``config.set_num_threads``) the largest that fits."""
+    planned = threads.num_threads()
+    for slots in [planned] + [n for n in range(16, 0, -1) if n != planned]:
+        at = ThreadedScratch(shape, columns, itemsize, lowering_bytes, slots)
+        if workspace is None or at.nbytes <= workspace.nbytes:
+            return at
+    return ThreadedScratch(shape, columns, itemsize, lowering_bytes, 1)  # ``take`` says why
+
+
+def conv_kernels(im2col, col2im, lowering_bytes, serial=None):
     """The three convolution kernels, lowering with ``im2col(x, geometry, cols, spare)`` and
     ``col2im(cols, geometry, out, spare)`` (which adds into ``out``); ``spare`` is the
-    lowering's ``lowering_bytes(geometry, itemsize)`` of workspace."""
+    lowering's ``lowering_bytes(geometry, itemsize)`` of workspace. ``serial`` is an im2col
+    safe to run on several threads at once, used when the forward's pieces are spread over
+    threads (default: ``im2col`` itself)."""
+    serial_im2col = serial or im2col
 
     def conv2d(out, x, w, strides, padding, dilation, groups, workspace=None):
         kernel_hw, cin, f = w.shape[:2], w.shape[2], w.shape[3]
         shape = geometry(x.shape, kernel_hw, out.shape[1:3], strides, padding, dilation, cin)
         k = shape.kh * shape.kw * cin
-        at = Scratch(shape, k, f // groups, x.itemsize, lowering_bytes)
+        at = _threaded_layout(shape, k, x.itemsize, lowering_bytes, workspace)
+        n = workers.count(len(at.pieces), at.slots)
+        lower = serial_im2col if n > 1 else im2col
         for cs, fs in zip(_slices(x.shape[3], groups), _slices(f, groups)):
             weights = w[..., fs].reshape(k, f // groups)
-            for images, rows_in, rows_out, part in _pieces(shape, k, x.itemsize):
-                cols = take(workspace, (part.n * part.oh * part.ow, k), x.dtype)
-                im2col(x[images, rows_in, :, cs], part, cols, _spare(workspace, at))
+
+            def job(piece, slot, cs=cs, fs=fs, weights=weights):
+                images, rows_in, rows_out, part = piece
+                cols = at.columns(workspace, slot, (part.n * part.oh * part.ow, k), x.dtype)
+                lower(x[images, rows_in, :, cs], part, cols, at.spare(workspace, slot))
                 _gemm_into(out[images, rows_out, :, fs], cols, weights)
+            workers.run(at.pieces, job, n)
 
     def conv2d_filter_grad(out, x, g, kernel_hw, strides, padding, dilation, groups,
                            workspace=None):
@@ -189,7 +244,8 @@ def conv_scratch(lowering_bytes):
     def conv2d(shapes, dtypes, attrs):
         out, x, w = shapes
         shape = _geometry(x, w[:2], out[1:3], w[2], attrs)
-        return _declared(shape, w[3] // attrs["groups"], dtypes[0])
+        return ThreadedScratch(shape, shape.kh * shape.kw * shape.c, dtypes[0].itemsize,
+                               lowering_bytes, threads.num_threads()).nbytes
 
     def conv2d_filter_grad(shapes, dtypes, attrs):
         out, x, g = shapes
@@ -213,11 +269,12 @@ def no_lowering_bytes(shape, itemsize):
     return 0
 
 
-def register_conv_kernels(backend, im2col, col2im, lowering_bytes=no_lowering_bytes):
-    """Register the three convolution kernels, lowered by ``im2col``/``col2im``, with their
-    planned scratch."""
+def register_conv_kernels(backend, im2col, col2im, lowering_bytes=no_lowering_bytes,
+                          serial_im2col=None):
+    """Register the three convolution kernels, lowered by ``im2col``/``col2im`` (and
+    ``serial_im2col`` on the forward's worker threads), with their planned scratch."""
     for name, kernel, scratch in zip(("conv2d", "conv2d_filter_grad", "conv2d_input_grad"),
-                                     conv_kernels(im2col, col2im, lowering_bytes),
+                                     conv_kernels(im2col, col2im, lowering_bytes, serial_im2col),
                                      conv_scratch(lowering_bytes)):
         backend.register(name, scratch=scratch)(kernel)
 

@@ -1,0 +1,85 @@
+"""Convolution chunks spread over threads (``backends/chunk_workers.py``): every chunk runs once,
+errors surface, BLAS gets its thread count back, and the forward convolution gives the same bits
+on one thread as on two."""
+import threading
+
+import numpy as np
+import pytest
+
+from hiapi.backends import chunk_workers
+from hiapi.backends.chunk_workers import ChunkWorkers
+from hiapi.backends.numpy_backend import im2col
+
+
+def test_every_task_runs_once_on_its_own_slot():
+    seen, lock = [], threading.Lock()
+
+    def job(task, slot):
+        with lock:
+            seen.append((task, slot, threading.get_ident()))
+    ChunkWorkers().run(list(range(40)), job, 2)
+    assert sorted(t for t, _, _ in seen) == list(range(40))
+    assert {s for _, s, _ in seen} <= {0, 1}
+    by_slot = {}
+    for _, slot, ident in seen:             # a slot (its scratch) belongs to one thread
+        by_slot.setdefault(slot, set()).add(ident)
+    assert all(len(idents) == 1 for idents in by_slot.values())
+
+
+def test_a_workers_error_is_raised_and_blas_threads_are_restored():
+    workers = ChunkWorkers()
+    blas = workers._blas_libraries()
+    before = [lib.num_threads for lib in blas]
+
+    def job(task, slot):
+        if task == 7:
+            raise RuntimeError("chunk 7 failed")
+    with pytest.raises(RuntimeError, match="chunk 7"):
+        workers.run(list(range(12)), job, 2)
+    assert [lib.num_threads for lib in blas] == before
+
+
+def test_blas_is_single_threaded_inside_the_chunks():
+    workers = ChunkWorkers()
+    blas = workers._blas_libraries()
+    if not blas:
+        pytest.skip("no BLAS library that threadpoolctl controls")
+    inside = []
+    workers.run(list(range(4)), lambda task, slot: inside.append(blas[0].num_threads), 2)
+    assert inside == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("padding, strides", [("same", (1, 1)), ("valid", (2, 1))])
+def test_forward_is_bitwise_the_same_on_one_and_two_threads(backend, padding, strides,
+                                                            monkeypatch):
+    if backend == "numba":
+        pytest.importorskip("numba", reason="the numba extra is not installed")
+        from hiapi.backends.numba_backend import backend as chosen
+    else:
+        from hiapi.backends.numpy_backend import backend as chosen
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((9, 12, 11, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 5, 7)).astype(np.float32)
+    conv = dict(strides=strides, padding=padding, dilation=(1, 1), groups=1)
+    monkeypatch.setattr(im2col, "CHUNK_BYTES", 1)           # one image per chunk
+    results, calls = [], []
+    real_run = chunk_workers.workers.run
+
+    def counting_run(tasks, job, workers):
+        calls.append(workers)
+        return real_run(tasks, job, workers)
+    monkeypatch.setattr(chunk_workers.workers, "run", counting_run)
+    for threads in (1, 2):
+        monkeypatch.setattr(chunk_workers.threads, "active_threads", lambda n=threads: n)
+        monkeypatch.setattr(im2col.threads, "num_threads", lambda n=threads: n)
+        out = np.empty((9, *_out_hw(x.shape[1:3], padding, strides), 7), np.float32)
+        chosen.kernels["conv2d"](out, x, w, **conv)
+        results.append(out)
+    assert calls == [1, 2]                      # the second call did spread the chunks
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def _out_hw(hw, padding, strides):
+    from hiapi.graph.ops import conv_geometry as geo
+    return tuple(geo.output_size(s, 3, st, 1, padding) for s, st in zip(hw, strides))
