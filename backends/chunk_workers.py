@@ -18,6 +18,7 @@ left out simply takes fewer. The lowering passed to a worker must be serial (a n
 ``parallel=True`` loop may not be launched from two threads at once on the workqueue layer).
 """
 import itertools
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,6 +31,7 @@ class ChunkWorkers:
 
     def __init__(self):
         self._pool = None
+        self._pid = None
         self._blas = None
         self._busy = threading.Lock()   # one parallel convolution at a time; others run serial
 
@@ -67,8 +69,10 @@ class ChunkWorkers:
             future.result()                 # a worker's exception, raised here
 
     def _executor(self, size):
-        if self._pool is None or self._pool._max_workers < size:
+        # a forked child inherits the pool but not its threads: it starts its own
+        if self._pool is None or self._pool._max_workers < size or self._pid != os.getpid():
             self._pool = ThreadPoolExecutor(size, thread_name_prefix="hiapi-conv")
+            self._pid = os.getpid()
         return self._pool
 
     def _blas_libraries(self):

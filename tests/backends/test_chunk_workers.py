@@ -83,3 +83,17 @@ def test_forward_is_bitwise_the_same_on_one_and_two_threads(backend, padding, st
 def _out_hw(hw, padding, strides):
     from hiapi.graph.ops import conv_geometry as geo
     return tuple(geo.output_size(s, 3, st, 1, padding) for s, st in zip(hw, strides))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_gets_its_own_threads():
+    import os
+    workers = ChunkWorkers()
+    workers.run(list(range(4)), lambda task, slot: None, 2)     # the parent's pool exists
+    pid = os.fork()
+    if pid == 0:                                                # child: must not hang
+        done = []
+        workers.run(list(range(6)), lambda task, slot: done.append(task), 2)
+        os._exit(0 if sorted(done) == list(range(6)) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
