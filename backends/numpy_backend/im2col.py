@@ -136,7 +136,9 @@ class ThreadedScratch:
     that the slots together take about ``CHUNK_BYTES``, as one piece did."""
 
     def __init__(self, shape, columns, itemsize, lowering_bytes, slots):
-        self.pieces = list(_pieces(shape, columns, itemsize, max(1, CHUNK_BYTES // slots)))
+        image = shape.oh * shape.ow * columns * itemsize
+        share = min(CHUNK_BYTES // slots, -(-shape.n // slots) * image)   # a small batch too
+        self.pieces = list(_pieces(shape, columns, itemsize, max(1, share)))
         parts = [p.shape for p in self.pieces]
         self.columns_bytes = aligned(max(p.n * p.oh * p.ow for p in parts) * columns * itemsize)
         self.slot = self.columns_bytes + aligned(max(lowering_bytes(p, itemsize)
@@ -154,12 +156,24 @@ class ThreadedScratch:
         return workspace[start + self.columns_bytes:start + self.slot]
 
 
+def _planned_layout(shape, columns, itemsize, lowering_bytes, threads_count):
+    """The forward's layout for ``threads_count`` threads: as many slots as threads, unless
+    that needs more memory than one slot (an image, or a band, larger than a thread's share
+    of the chunk), then fewer."""
+    single = ThreadedScratch(shape, columns, itemsize, lowering_bytes, 1)
+    for slots in range(threads_count, 1, -1):
+        at = ThreadedScratch(shape, columns, itemsize, lowering_bytes, slots)
+        if at.nbytes <= single.nbytes:
+            return at
+    return single
+
+
 def _threaded_layout(shape, columns, itemsize, lowering_bytes, workspace):
     """The layout the forward's workspace was planned with: for the budget's thread count, or
     (when the budget changed since, ``config.set_num_threads``) the largest that fits."""
     planned = threads.num_threads()
-    for slots in [planned] + [n for n in range(16, 0, -1) if n != planned]:
-        at = ThreadedScratch(shape, columns, itemsize, lowering_bytes, slots)
+    for count in [planned] + [n for n in range(16, 0, -1) if n != planned]:
+        at = _planned_layout(shape, columns, itemsize, lowering_bytes, count)
         if workspace is None or at.nbytes <= workspace.nbytes:
             return at
     return ThreadedScratch(shape, columns, itemsize, lowering_bytes, 1)  # ``take`` says why
@@ -244,7 +258,7 @@ def conv_scratch(lowering_bytes):
     def conv2d(shapes, dtypes, attrs):
         out, x, w = shapes
         shape = _geometry(x, w[:2], out[1:3], w[2], attrs)
-        return ThreadedScratch(shape, shape.kh * shape.kw * shape.c, dtypes[0].itemsize,
+        return _planned_layout(shape, shape.kh * shape.kw * shape.c, dtypes[0].itemsize,
                                lowering_bytes, threads.num_threads()).nbytes
 
     def conv2d_filter_grad(shapes, dtypes, attrs):

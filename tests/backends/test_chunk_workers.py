@@ -62,7 +62,7 @@ def test_forward_is_bitwise_the_same_on_one_and_two_threads(backend, padding, st
     x = rng.standard_normal((9, 12, 11, 5)).astype(np.float32)
     w = rng.standard_normal((3, 3, 5, 7)).astype(np.float32)
     conv = dict(strides=strides, padding=padding, dilation=(1, 1), groups=1)
-    monkeypatch.setattr(im2col, "CHUNK_BYTES", 1)           # one image per chunk
+    monkeypatch.setattr(im2col, "CHUNK_BYTES", 80000)       # a few images per chunk
     results, calls = [], []
     real_run = chunk_workers.workers.run
 
