@@ -245,10 +245,8 @@ class Trainer:
                 step_values = next_step_values()
                 results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
                 loss = compiled.record(results, local_n)
-                if logs_wanted(step):                # built only when a callback reads them
-                    end_batch(step, compiled.logs())
-                else:
-                    end_batch(step)
+                # logs built only when a callback reads them (Callback.reads_batch_logs)
+                end_batch(step, compiled.logs() if logs_wanted(step) else {})
                 done = step + 1
                 if not math.isfinite(loss) and not self.stop_training:
                     raise FloatingPointError(
@@ -304,10 +302,7 @@ class Trainer:
         for step, (feed, local_n, _) in enumerate(source.epoch()):
             hooks.on_test_batch_begin(step)
             compiled.record(test(*feed), local_n)
-            if logs_wanted(step):
-                hooks.on_test_batch_end(step, compiled.logs())
-            else:
-                hooks.on_test_batch_end(step)
+            hooks.on_test_batch_end(step, compiled.logs() if logs_wanted(step) else {})
             ran += 1
         source.on_epoch_end()
         if ran == 0:
