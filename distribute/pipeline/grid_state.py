@@ -40,10 +40,9 @@ class GridOptimizerState:
                 continue
             if id(variable) in slices:
                 _, local, axis = slices[id(variable)]
-                whole_slots[(id(variable), slot_name)] = np.ascontiguousarray(join(
+                whole_slots[(id(variable), slot_name)] = join(
                     strategy.tensor_communicator, strategy.tensor_parallel,
-                    optimizer.get_slot(local, slot_name).numpy(), variable.shape, axis))
-                # (join's result may be Fortran-ordered; a broadcast sends raw memory)
+                    optimizer.get_slot(local, slot_name).numpy(), variable.shape, axis)
             else:
                 whole_slots[(id(variable), slot_name)] = \
                     optimizer.get_slot(variable, slot_name).numpy().copy()

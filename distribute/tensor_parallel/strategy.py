@@ -213,14 +213,15 @@ def own_slice(whole, parts, part, axis):
 
 def join(communicator, parts, local, shape, axis):
     """The whole array of ``shape`` from every part's slice (an allgather over the tensor
-    group ``communicator``)."""
+    group ``communicator``), C-contiguous: joining along a later axis gives a Fortran-ordered
+    array, and an MPI send or broadcast of that sends raw memory, the values transposed."""
     pieces, sizes = communicator.allgather(
         np.ascontiguousarray(np.moveaxis(local, axis, 0)).reshape(-1))
     pieces = np.split(pieces, np.cumsum(sizes)[:-1])
     shapes = [np.moveaxis(p, axis, 0).shape for p in
               np.array_split(np.empty(shape, np.int8), parts, axis=axis)]
-    return np.concatenate([np.moveaxis(piece.reshape(s), 0, axis)
-                           for piece, s in zip(pieces, shapes)], axis=axis)
+    return np.ascontiguousarray(np.concatenate([np.moveaxis(piece.reshape(s), 0, axis)
+                                                for piece, s in zip(pieces, shapes)], axis=axis))
 
 
 def split_layers(model):
