@@ -15,10 +15,14 @@ per-process ``memory_budget`` on one process but trains on 4 stages.
    rank measures the idle fraction of its steps (time blocked waiting for a neighbour's
    activation or gradient, for its own sends to be taken, or in the step's closing collective,
    over wall time, after a warm-up step), over all steps and the median step (a neighbour's
-   load on a shared machine lands in a few steps). Printed: the mean over ranks against the ideal
-   (K-1)/(M+K-1), against the schedule simulated with the estimated stage costs, and against
-   the schedule simulated with the stage times measured in the same run (what is left is
-   communication and the ranks slowing each other down). Run it with one rank per free core:
+   load on a shared machine lands in a few steps), and splits it as ``stats.py`` does: the
+   *bubble*, the idle fraction of the bottleneck stage (the one busy longest), which is what
+   (K-1)/(M+K-1) predicts, and each stage's *imbalance*, its idle time beyond that (waiting
+   each micro-batch for the slower stage). Printed: the bubble and the mean idle over ranks
+   (= bubble + mean imbalance), each against (K-1)/(M+K-1); the imbalance per stage; and the
+   (bubble, mean imbalance) of the schedule simulated with the estimated stage costs and with
+   the stage times measured in the same run (what is left is communication and the ranks
+   slowing each other down). Run it with one rank per free core:
    a rank that waits for the CPU looks like a bubble. With more ranks than cores
    (``--stages 4`` on 2 cores) the stages wait by yielding the core (``waiting.py``) and the
    measured bubble is that of an oversubscribed run; ``predicted_from_stage_cpu_times``
@@ -27,7 +31,8 @@ per-process ``memory_budget`` on one process but trains on 4 stages.
    GPipe against 1F1B, K stages, M = 8 (GPipe holds M micro-batches, 1F1B at most K - k).
 3. Budget: a 24 x Dense(1024) MLP, batch 1024, compiled with ``memory_budget`` below what one
    process can plan even with recomputation (the error is printed), then trained on 4 stages
-   under the same per-process budget (each stage plans only its own layers).
+   under the same per-process budget (each stage plans only its own layers; the split keeps
+   every stage's planned forward + backward + held activations under it, ``memory_split.py``).
 """
 import argparse
 import json
@@ -72,10 +77,17 @@ def worker(schedule, micro_batches, steps, budget):
     strategy.pipeline_stats.reset()
     model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     report = strategy.explain(print_fn=lambda text: None)
-    record = {"rank": strategy.rank, "bubble": report["measured_bubble_this_rank"],
-              "median_step_bubble": float(np.median(strategy.pipeline_stats.step_bubbles)),
+    stats = strategy.pipeline_stats
+    record = {"rank": strategy.rank, "idle": report["measured_idle_this_rank"],
+              "bubble": report["measured_bubble"],
+              "imbalance": report["measured_imbalance_per_stage"],
+              "median_step_idle": float(np.median(stats.step_idle)),
+              "median_step_bubble": float(np.median(stats.step_bubble)),
+              "bottleneck": report["measured_bottleneck_stage"],
+              "steady_wait": report["measured_steady_receive_wait_seconds_this_rank"],
               "ideal": report["ideal_bubble"],
               "predicted": report["predicted_bubble"],
+              "predicted_imbalance": report["predicted_imbalance"],
               "seconds_per_micro_batch": report["measured_seconds_per_micro_batch_this_rank"],
               "cpu_seconds_per_micro_batch":
               report["measured_cpu_seconds_per_micro_batch_this_rank"],
@@ -83,6 +95,7 @@ def worker(schedule, micro_batches, steps, budget):
               "held_bytes": report["peak_held_activation_bytes_this_rank"],
               "held_micro_batches": report["activations_held"],
               "arena_bytes": report["planned_arena_bytes_this_rank"],
+              "planned_stage_bytes": report["planned_stage_bytes"],
               "split": report["split"]}
     everyone = strategy.communicator.comm.gather(record, root=0)
     if strategy.rank == 0:
@@ -90,12 +103,13 @@ def worker(schedule, micro_batches, steps, budget):
 
 
 def from_measured_times(records, schedule, micro_batches, key="seconds_per_micro_batch"):
-    """The schedule's bubble (mean over stages) simulated with each stage's measured forward
+    """The schedule's (bubble, mean imbalance) simulated with each stage's measured forward
     and backward seconds (or CPU seconds) per micro-batch."""
     from hiapi.distribute.pipeline import schedules
     actions = [r[key] for r in records]
-    return float(np.mean(schedules.predicted_bubble(len(records), micro_batches,
-                                                    schedules.get(schedule), actions)))
+    bubble, imbalance = schedules.bubble_and_imbalance(schedules.predicted_bubble(
+        len(records), micro_batches, schedules.get(schedule), actions))
+    return bubble, float(np.mean(imbalance))
 
 
 def run(stages, schedule, micro_batches, steps, budget=False):
@@ -143,23 +157,35 @@ def main():
     K = args.stages
     for M in (1, 2, 4, 8, 16):
         records = run(K, "1f1b", M, args.steps)
-        measured = float(np.mean([r["bubble"] for r in records]))
-        median = float(np.mean([r["median_step_bubble"] for r in records]))
+        ideal = records[0]["ideal"]
+        bubble = float(np.mean([r["bubble"] for r in records]))      # the same stage's idle
+        median_bubble = float(np.mean([r["median_step_bubble"] for r in records]))
+        idle = float(np.mean([r["idle"] for r in records]))
+        median_idle = float(np.mean([r["median_step_idle"] for r in records]))
+        imbalance = records[0]["imbalance"]
         simulated = from_measured_times(records, "1f1b", M)
         simulated_cpu = from_measured_times(records, "1f1b", M, "cpu_seconds_per_micro_batch")
-        ideal = records[0]["ideal"]
         print(json.dumps({"benchmark": "bubble", "stages": K, "micro_batches": M,
                           "split": [len(layers) for layers in records[0]["split"]],
                           "ideal": round(ideal, 3),
-                          "predicted_from_costs": round(records[0]["predicted"], 3),
-                          "predicted_from_measured_stage_times": round(simulated, 3),
-                          "measured_per_rank": [round(r["bubble"], 3) for r in records],
-                          "measured_mean": round(measured, 3),
-                          "ratio_to_ideal": round(measured / ideal, 2),
-                          "median_step_mean": round(median, 3),
-                          "median_step_ratio_to_ideal": round(median / ideal, 2),
-                          "ratio_to_measured_stage_times": round(measured / simulated, 2),
-                          "predicted_from_stage_cpu_times": round(simulated_cpu, 3),
+                          "bubble": round(bubble, 3),
+                          "bubble_ratio_to_ideal": round(bubble / ideal, 2),
+                          "median_step_bubble_ratio_to_ideal": round(median_bubble / ideal, 2),
+                          "imbalance_per_stage": [round(x, 3) for x in imbalance],
+                          "imbalance_mean": round(float(np.mean(imbalance)), 3),
+                          "idle_per_rank": [round(r["idle"], 3) for r in records],
+                          "idle_mean": round(idle, 3),
+                          "idle_ratio_to_ideal": round(idle / ideal, 2),
+                          "median_step_idle_ratio_to_ideal": round(median_idle / ideal, 2),
+                          "predicted_from_costs": [round(records[0]["predicted"], 3),
+                                                   round(records[0]["predicted_imbalance"], 3)],
+                          "predicted_from_measured_stage_times": [round(x, 3)
+                                                                  for x in simulated],
+                          "predicted_from_stage_cpu_times": [round(x, 3) for x in simulated_cpu],
+                          "bottleneck_stage": records[0]["bottleneck"],
+                          "bottleneck_steady_receive_wait_ms": None if records[
+                              records[0]["bottleneck"]]["steady_wait"] is None else round(
+                              1e3 * records[records[0]["bottleneck"]]["steady_wait"], 3),
                           "waiting": sorted({r["waiting"] for r in records}),
                           "ms_per_micro_batch_forward_backward": [
                               [round(1e3 * t, 2) for t in r["seconds_per_micro_batch"]]
@@ -182,6 +208,10 @@ def main():
         print(json.dumps({"benchmark": "memory_budget", "budget_mib": BUDGET / 2**20,
                           "four_stages_arena_mib": [round(r["arena_bytes"] / 2**20, 1)
                                                     for r in records],
+                          "four_stages_planned_total_mib": [
+                              round(s["total"] / 2**20, 1)
+                              for s in records[0]["planned_stage_bytes"]],
+                          "split": [len(layers) for layers in records[0]["split"]],
                           "trained": True}), flush=True)
 
 

@@ -59,6 +59,14 @@ def predicted_bubble(stages, micro_batches, schedule, actions):
     return [1.0 - b / step if step else 0.0 for b in busy]
 
 
+def bubble_and_imbalance(idle):
+    """Split each stage's idle fraction of one step (or of the same steps) into the bubble,
+    the bottleneck stage's idle (the least, as it is the stage busy longest), and each stage's
+    imbalance, the rest (``stats.py`` says why). Returns (bubble, [imbalance per stage])."""
+    bubble = float(min(idle))
+    return bubble, [float(i) - bubble for i in idle]
+
+
 def peak_in_flight(order):
     """The most micro-batches whose forward ran and backward has not: activations held."""
     live = peak = 0

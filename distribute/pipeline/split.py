@@ -77,6 +77,21 @@ def stage_actions(costs, starts):
     return actions
 
 
+class StageCost:
+    """``stage_cost(k, j, i)``: forward plus backward of stage k of ``stages`` holding layers
+    j..i-1, as ``stage_actions`` counts it, from prefix sums."""
+
+    def __init__(self, costs, stages):
+        self.costs, self.stages = costs, stages
+        self.prefix = np.concatenate([[0.0], np.cumsum(costs, dtype=np.float64)])
+
+    def __call__(self, k, j, i):
+        total = self.prefix[i] - self.prefix[j]
+        if k == self.stages - 1:
+            return total
+        return 4 / 3 * total - (self.costs[0] / 3 if k == 0 else 0.0)
+
+
 def balanced_split(costs, stages):
     """Start index of each stage that minimises the largest stage's forward plus backward
     (``stage_actions``): the classic linear-partition dynamic programme over contiguous
@@ -85,14 +100,7 @@ def balanced_split(costs, stages):
     if stages > n:
         raise ValueError(f"Strategy: pipeline_stages={stages} is more than the model's {n} "
                          f"layers")
-    prefix = np.concatenate([[0.0], np.cumsum(costs, dtype=np.float64)])
-
-    def stage_cost(k, j, i):             # stage k holds layers j..i-1
-        total = prefix[i] - prefix[j]
-        if k == stages - 1:
-            return total
-        return 4 / 3 * total - (costs[0] / 3 if k == 0 else 0.0)
-
+    stage_cost = StageCost(costs, stages)
     inf = float("inf")
     best = [[inf] * (n + 1) for _ in range(stages + 1)]   # best[k][i]: first i layers, k stages
     cut = [[0] * (n + 1) for _ in range(stages + 1)]
@@ -108,6 +116,15 @@ def balanced_split(costs, stages):
         i = cut[k][i]
         starts.append(i)
     return starts[::-1]
+
+
+def output_spec(layers, spec):
+    """(shape, dtype) of what ``layers`` give for an input of ``spec``, traced."""
+    y = placeholder(*spec)
+    with collect_state(), not_a_node():
+        for layer in layers:
+            y = layer(y, training=True)
+    return tuple(y.shape), y.dtype
 
 
 def split_from_names(layers, names, stages):

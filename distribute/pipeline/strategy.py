@@ -10,8 +10,10 @@ parallelism; GPipe, Huang et al. 2019; PipeDream-Flush's 1F1B, Narayanan et al. 
 
 What it does:
 
-- the stage boundaries are chosen to balance estimated cost (``split.py``), or named with
-  ``pipeline_split=[first layer of stage 1, ...]``; ``strategy.explain()`` prints them;
+- the stage boundaries are chosen to balance estimated cost (``split.py``) while every
+  stage's planned memory fits ``compile(memory_budget=...)`` (``memory_split.py``), or named
+  with ``pipeline_split=[first layer of stage 1, ...]``; ``strategy.explain()`` prints them,
+  each stage's planned memory, and the bubble and imbalance (``stats.py``);
 - each rank compiles its stage's programs only (``stage.py``): its memory plan covers its own
   layers, and its optimizer keeps the slots of its own parameters;
 - each global batch is split into M micro-batches run in the chosen schedule (``train_step.py``),
@@ -38,8 +40,11 @@ from hiapi.distribute import sharding
 from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
 from hiapi.distribute.pipeline import schedules, split
 from hiapi.distribute.pipeline.grid_state import GridOptimizerState
+from hiapi.distribute.pipeline.memory_split import (StageMemoryPlanner, check_fits,
+                                                    memory_aware_split)
 from hiapi.distribute.pipeline.stage import StagePrograms
-from hiapi.distribute.pipeline.train_step import PipelineStats, PipelineTrainStep
+from hiapi.distribute.pipeline.stats import PipelineStats
+from hiapi.distribute.pipeline.train_step import PipelineTrainStep
 from hiapi.distribute.strategy import Strategy
 from hiapi.distribute.tensor_parallel import ops as tp_ops
 from hiapi.distribute.tensor_parallel.rewrite import TensorParallelRewrite
@@ -108,6 +113,8 @@ class PipelineStrategy(Strategy):
         self.pipeline_split = list(pipeline_split) if pipeline_split is not None else None
         self.pipeline_stats = PipelineStats()
         self.stage, self.starts, self.costs, self.ownership = None, None, None, None
+        self.stage_memory, self.memory_budget = None, None     # planned per stage (bytes)
+        self._batch_size = None            # fit's, once it batches (``batches``)
         self.optimizer_state = None        # ownership, or the grid's (tensor slices too)
         self._model, self._stage_of = None, {}
 
@@ -124,24 +131,36 @@ class PipelineStrategy(Strategy):
                                       f"supported with pipeline_stages (each stage sees only "
                                       f"its own gradients); use clipnorm or clipvalue")
         spec = model.input_specs()[0]
-        micro_batch = max(1, len(xs[0]) // self.micro_batches)   # weights amortise over it
+        # fit builds the step from all its arrays; its batches (``batches``) say the size
+        batch = min(len(xs[0]), self._batch_size or len(xs[0]))
+        micro_batch = max(1, batch // self.micro_batches)   # weights amortise over it
         self.costs = split.layer_costs(layers, spec[0], spec[1], batch=micro_batch)
-        self.starts = split.split_from_names(layers, self.pipeline_split, self.pipeline_stages) \
-            if self.pipeline_split is not None and self.pipeline_stages > 1 else \
-            split.balanced_split(self.costs, self.pipeline_stages)
+        targets = (model._compiled_targets, ys, weighted)
+        planner = StageMemoryPlanner(model, layers, spec, self.pipeline_stages,
+                                     -(-batch // self.micro_batches), self.schedule,
+                                     self.micro_batches, targets)
+        if self.pipeline_split is not None and self.pipeline_stages > 1:
+            self.starts = split.split_from_names(layers, self.pipeline_split,
+                                                 self.pipeline_stages)
+            check_fits(planner, self.starts)
+        else:
+            self.starts = memory_aware_split(self.costs, planner)
         bounds = self.starts + [len(layers)]
-        input_spec = spec
-        for index in range(self.stage_index):    # the shape entering our stage
-            input_spec = _output_spec(layers[bounds[index]:bounds[index + 1]], input_spec)
-        own = layers[bounds[self.stage_index]:bounds[self.stage_index + 1]]
+        self.stage_memory = [planner.memory(k, a, b)
+                             for k, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+        self.memory_budget = planner.budget
+        a, b = bounds[self.stage_index], bounds[self.stage_index + 1]
         last = self.stage_index == self.pipeline_stages - 1
         tensor = None
         if self.rewrite is not None:
             tp_ops.register_kernels(get_backend())
             tensor = (self.rewrite, *split_layers(model))
-        self.stage = StagePrograms(model, own, self.stage_index, self.pipeline_stages, input_spec,
-                                   targets=(model._compiled_targets, ys, weighted) if last
-                                   else None, tensor=tensor)
+        self.stage = StagePrograms(model, layers[a:b], self.stage_index, self.pipeline_stages,
+                                   planner.specs[a], targets=targets if last else None,
+                                   tensor=tensor)
+        if planner.budget is not None:   # what the forward and the held activations leave
+            self.stage.backward.recompute = planner.backward_budget(
+                self.stage_index, a, b, self.stage_memory[self.stage_index].forward)
         stage_of = {}                 # variable -> the world rank that owns it (replica 0, part 0)
         for index in range(self.pipeline_stages):
             for layer in layers[bounds[index]:bounds[index + 1]]:
@@ -161,7 +180,9 @@ class PipelineStrategy(Strategy):
     # ---- data: every stage sees the whole global batch ---------------------------------------
     def batches(self, n, batch_size, shuffle, rng):
         """Each pipeline replica takes its part of the global batch (``batch_size`` per
-        replica), as data-parallel workers do; a replica's stages all see that part."""
+        replica), as data-parallel workers do; a replica's stages all see that part. The
+        batch size is kept: the split is planned for its micro-batches (``train_function``)."""
+        self._batch_size = batch_size
         if self.replicas == 1:
             return LOCAL.batches(n, batch_size, shuffle, rng)
         order = rng.permutation(n) if shuffle else np.arange(n)
@@ -236,9 +257,12 @@ class PipelineStrategy(Strategy):
 
     # ---- explain -----------------------------------------------------------------------------
     def explain(self, model=None, print_fn=print):
-        """The split, each stage's estimated cost and planned memory, and the bubble: ideal
-        ((K-1)/(M+K-1)), predicted for this schedule and these stages' estimated costs
-        (``schedules.predicted_bubble``) and, after training steps, measured on this rank."""
+        """The split, each stage's estimated cost and planned memory, and the idle time:
+        (K-1)/(M+K-1), predicted for this schedule and these stages' estimated costs
+        (``schedules.predicted_bubble``) and, after training steps, measured. Both are split as
+        ``stats.py`` explains: the *bubble* (the bottleneck stage's idle fraction, the
+        pipeline's fill and drain) and each stage's *imbalance* (its idle time beyond that,
+        waiting for a slower stage); a stage's idle fraction is their sum."""
         if self.starts is None:
             raise RuntimeError("strategy.explain(): the split is chosen when fit builds the "
                                "train step; call it after fit (or a train_on_batch)")
@@ -247,7 +271,9 @@ class PipelineStrategy(Strategy):
         actions = split.stage_actions(self.costs, self.starts)
         stage_costs = [f + b for f, b in actions]
         predicted = schedules.predicted_bubble(K, M, self.schedule, actions)
+        bubble, imbalance = schedules.bubble_and_imbalance(predicted)
         names = [layer.name for layer in split.stage_layers(self._model)]
+        stats, measured = self.pipeline_stats, self.pipeline_stats.steps > 0
         report = {"stages": K, "replicas": self.replicas, "micro_batches": M,
                   "tensor_parallel": self.tensor_parallel,
                   "tensor_pairs_this_rank": self.stage.tensor_pairs,
@@ -256,33 +282,49 @@ class PipelineStrategy(Strategy):
                   "stage_gflop_per_micro_batch": [c / 1e9 for c in stage_costs],   # roofline
                   "balance": max(stage_costs) / (sum(stage_costs) / K),
                   "ideal_bubble": schedules.ideal_bubble(K, M),
-                  "predicted_bubble": float(np.mean(predicted)),
-                  "predicted_bubble_per_stage": predicted,
-                  "measured_seconds_per_micro_batch_this_rank":
-                  self.pipeline_stats.action_seconds,
-                  "measured_cpu_seconds_per_micro_batch_this_rank":
-                  self.pipeline_stats.action_cpu_seconds,
-                  "waiting_this_rank": self.pipeline_stats.waiting,
+                  "predicted_bubble": bubble,
+                  "predicted_imbalance": float(np.mean(imbalance)),
+                  "predicted_idle_per_stage": predicted,
+                  "measured_seconds_per_micro_batch_this_rank": stats.action_seconds,
+                  "measured_cpu_seconds_per_micro_batch_this_rank": stats.action_cpu_seconds,
+                  "waiting_this_rank": stats.waiting,
                   "activations_held": schedules.peak_in_flight(
                       self.schedule(self.stage_index, K, M)),
-                  "measured_bubble_this_rank": self.pipeline_stats.bubble
-                  if self.pipeline_stats.steps else None,
-                  "peak_held_activation_bytes_this_rank": self.pipeline_stats.peak_held_bytes,
+                  "measured_bubble": stats.bubble if measured else None,
+                  "measured_imbalance_per_stage": stats.imbalance_per_stage,
+                  "measured_imbalance": float(np.mean(stats.imbalance_per_stage))
+                  if measured else None,
+                  "measured_bottleneck_stage": stats.bottleneck,
+                  "measured_idle_this_rank": stats.idle if measured else None,
+                  "measured_steady_receive_wait_seconds_this_rank": stats.steady_receive_wait,
+                  "peak_held_activation_bytes_this_rank": stats.peak_held_bytes,
+                  "memory_budget": self.memory_budget,
+                  "planned_stage_bytes": [
+                      {"forward": m.forward, "backward": m.backward, "held": m.held,
+                       "total": m.total} for m in self.stage_memory],
                   "planned_arena_bytes_this_rank": _arena_bytes(self.stage)}
         lines = [f"Pipeline: {K} stages x {M} micro-batches, schedule {self.schedule_name!r}"
                  + (f", {self.tensor_parallel}-way tensor parallel" if self.tensor_parallel > 1
                     else "")
                  + (f", {self.replicas} data-parallel replicas" if self.replicas > 1 else "")]
-        for k, (layers, cost) in enumerate(zip(report["split"], stage_costs)):
+        for k, (layers, cost, memory) in enumerate(zip(report["split"], stage_costs,
+                                                       self.stage_memory)):
             lines.append(f"  stage {k}: {len(layers)} layers ({layers[0]} .. {layers[-1]}), "
-                         f"{cost / 1e6:.2f} MFLOP-equivalent per micro-batch")
+                         f"{cost / 1e6:.2f} MFLOP-equivalent per micro-batch, planned "
+                         f"{_mib(memory.total)} (forward {_mib(memory.forward)}, backward "
+                         f"{_mib(memory.backward)}, held activations {_mib(memory.held)})")
+        if self.memory_budget is not None:
+            lines.append(f"  memory_budget per process: {_mib(self.memory_budget)}")
         lines.append(f"  slowest stage / mean: {report['balance']:.2f}; predicted bubble "
-                     f"{report['predicted_bubble']:.3f} ({self.schedule_name} with these "
-                     f"stages; (K-1)/(M+K-1) = {report['ideal_bubble']:.3f})")
-        if report["measured_bubble_this_rank"] is not None:
-            lines.append(f"  measured on rank {self.rank}: bubble "
-                         f"{report['measured_bubble_this_rank']:.3f}, at most "
-                         f"{report['activations_held']} micro-batches of activations held")
+                     f"{bubble:.3f} and imbalance {report['predicted_imbalance']:.3f} "
+                     f"(mean over stages; {self.schedule_name} with these stages; "
+                     f"(K-1)/(M+K-1) = {report['ideal_bubble']:.3f})")
+        if measured:
+            per_stage = ", ".join(f"{x:.3f}" for x in report["measured_imbalance_per_stage"])
+            lines.append(f"  measured: bubble {report['measured_bubble']:.3f} (idle of stage "
+                         f"{stats.bottleneck}, the busiest), imbalance per stage [{per_stage}]; "
+                         f"rank {self.rank} idle {report['measured_idle_this_rank']:.3f}, at "
+                         f"most {report['activations_held']} micro-batches of activations held")
         print_fn("\n".join(lines))
         return report
 
@@ -302,15 +344,8 @@ def _grid(communicator, stage, replica, part, stages, parts):
     return pipeline, wrap(data), wrap(tensor)
 
 
-def _output_spec(layers, spec):
-    from hiapi.graph import placeholder
-    from hiapi.layers.layer_io import not_a_node
-    from hiapi.layers.tracing import collect_state
-    y = placeholder(*spec)
-    with collect_state(), not_a_node():
-        for layer in layers:
-            y = layer(y, training=True)
-    return tuple(y.shape), y.dtype
+def _mib(nbytes):
+    return f"{nbytes / 2**20:.2f} MiB"
 
 
 def _arena_bytes(stage):

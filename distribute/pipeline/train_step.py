@@ -29,6 +29,7 @@ class PipelineTrainStep:
         self.stats = strategy.pipeline_stats
         self.waiting = waiting.for_communicator(self.comm)     # spin, or yield the core
         self.stats.waiting = self.waiting.name
+        self.stats.stage = stage.index
 
     @property
     def _executables(self):
@@ -45,7 +46,7 @@ class PipelineTrainStep:
         order = self.schedule(stage.index, strategy.pipeline_stages, len(slices))
         base = {id(c): int(c.numpy()) for c in stage.counters}
         entering, sends, results, accumulated, regularization = {}, [], {}, None, 0.0
-        self._waited, start = 0.0, time.perf_counter()
+        self._waited, self._receive_waits, start = 0.0, [], time.perf_counter()
         for kind, m in order:
             part = slices[m]
             stage.set_counters(lambda c: base[id(c)] + m)
@@ -91,10 +92,11 @@ class PipelineTrainStep:
         began = time.perf_counter()
         self.waiting.wait_all([request for _, request in sends])   # (arrays alive till sent)
         self._waited += time.perf_counter() - began
-        combined = self._share_results(results, slices, total,
-                                       regularization / strategy._replica_share)
-        wall = time.perf_counter() - start
-        self.stats.record(wall, wall - self._waited, peak_in_flight(order))
+        busy = time.perf_counter() - start - self._waited
+        combined, stage_busy = self._share_results(
+            results, slices, total, regularization / strategy._replica_share, busy)
+        self.stats.record(time.perf_counter() - start, stage_busy, peak_in_flight(order),
+                          self._receive_waits)
         return combined
 
     # ---- messages between neighbouring stages ----------------------------------------------
@@ -103,7 +105,9 @@ class PipelineTrainStep:
         buffer = np.empty((part.stop - part.start,) + tuple(shape[1:]), dtype)
         began = time.perf_counter()
         self.waiting.receive(self.comm, buffer, source, 2 * m + direction)
-        self._waited += time.perf_counter() - began      # idle: the pipeline's bubble
+        waited = time.perf_counter() - began             # idle: the pipeline's bubble
+        self._waited += waited
+        self._receive_waits.append(waited)
         return buffer
 
     def _send(self, array, dest, m, direction):
@@ -111,20 +115,23 @@ class PipelineTrainStep:
         return array, self.comm.Isend(array, dest=dest, tag=2 * m + direction)
 
     # ---- the step's loss and metrics, the same on every rank --------------------------------
-    def _share_results(self, results, slices, total, regularization):
-        """The step's results from the last stage to all. Its collectives are where a stage
-        that finished early waits for the others (the step ends together), so that wait
-        counts as idle: without it a stage's idle tail would fall outside its step."""
+    def _share_results(self, results, slices, total, regularization, busy):
+        """The step's results from the last stage to all, and every stage's ``busy`` seconds
+        to all (``stats.py`` splits each stage's idle time into bubble and imbalance with
+        them). Its collectives are where a stage that finished early waits for the others (the
+        step ends together), so that wait counts as idle: without it a stage's idle tail would
+        fall outside its step. Returns (results, busy seconds per stage)."""
         combined = self._combine(results, slices, total) if self.stage.last else None
         if self.comm is None:
-            return combined
+            return combined, [busy]
         began = time.perf_counter()
         self.waiting.meet(self.comm)
-        regularization = self.comm.allreduce(regularization)   # earlier stages' penalties
+        gathered = self.comm.allgather((regularization, busy))   # in stage order
         combined = self.comm.bcast(combined, root=self.strategy.pipeline_stages - 1)
         self._waited += time.perf_counter() - began
+        regularization = sum(r for r, _ in gathered)            # earlier stages' penalties
         combined[0] = combined[0] + np.asarray(regularization, combined[0].dtype)
-        return combined
+        return combined, [b for _, b in gathered]
 
     def _combine(self, results, slices, total):
         compiled = self.compiled
@@ -156,57 +163,3 @@ def _allreduce(communicator, arrays):
 def _micro_batches(total, count):
     bounds = np.linspace(0, total, min(count, total) + 1).astype(int)
     return [slice(int(a), int(b)) for a, b in zip(bounds, bounds[1:])]
-
-
-class PipelineStats:
-    """Measured on this stage since the last reset: steps, their wall time (from the first
-    micro-batch to the end of the step's closing collective, where every stage meets), the
-    part of it not spent waiting for a neighbour (receiving, its sends being taken, the
-    closing collective), the most micro-batches held between their forward and backward and
-    their bytes, and the seconds the stage's own forward and backward actions took (the
-    backward with its gradient accumulation) over ``micro_batches`` micro-batches.
-    ``bubble`` is the idle fraction; ``action_seconds`` the mean (forward, backward) per
-    micro-batch, what ``schedules.simulate`` needs to predict the bubble of these stage
-    times. ``step_bubbles`` keeps each step's idle fraction: on a shared machine a neighbour's
-    load lands in a few steps, and their median says what the schedule does without it."""
-
-    def __init__(self):
-        self.waiting = None             # how the stage waits: "spin" or "yield" (waiting.py)
-        self.reset()
-
-    def reset(self):
-        """Forget what was measured (after a warm-up, say)."""
-        self.steps, self.wall, self.busy, self.peak_in_flight = 0, 0.0, 0.0, 0
-        self.peak_held_bytes = 0        # activations entering the stage, kept for backward
-        self.forward_seconds = self.backward_seconds = 0.0
-        self.forward_cpu_seconds = self.backward_cpu_seconds = 0.0    # this thread's CPU
-        self.micro_batches = 0
-        self.step_bubbles = []
-
-    def record(self, wall, busy, in_flight):
-        self.steps += 1
-        self.step_bubbles.append(1.0 - busy / wall if wall else float("nan"))
-        self.wall += wall
-        self.busy += busy
-        self.peak_in_flight = max(self.peak_in_flight, in_flight)
-
-    @property
-    def bubble(self):
-        return 1.0 - self.busy / self.wall if self.wall else float("nan")
-
-    @property
-    def action_seconds(self):
-        if not self.micro_batches:
-            return None
-        return (self.forward_seconds / self.micro_batches,
-                self.backward_seconds / self.micro_batches)
-
-    @property
-    def action_cpu_seconds(self):
-        """As ``action_seconds`` in this thread's CPU time: what the actions cost with a core
-        of their own (ranks sharing cores stretch wall time, not CPU time; kernels running
-        on more threads than this one make it an underestimate)."""
-        if not self.micro_batches:
-            return None
-        return (self.forward_cpu_seconds / self.micro_batches,
-                self.backward_cpu_seconds / self.micro_batches)

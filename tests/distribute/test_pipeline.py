@@ -63,7 +63,12 @@ def test_pipelined_training_equals_one_process(tmp_path, ranks, stages, parts, s
             assert explain["tensor_pairs_this_rank"] >= 1
         assert explain["activations_held"] == (
             micro_batches if schedule == "gpipe" else min(stages - stage, micro_batches))
-        assert 0.0 < explain["measured_bubble_this_rank"] < 1.0
+        assert 0.0 < explain["measured_bubble"] <= explain["measured_idle_this_rank"] < 1.0
+        imbalance = explain["measured_imbalance_per_stage"]     # the busiest stage's is 0
+        assert len(imbalance) == stages and min(imbalance) == 0.0
+        assert imbalance[explain["measured_bottleneck_stage"]] == 0.0
+        assert explain["measured_idle_this_rank"] == pytest.approx(
+            explain["measured_bubble"] + imbalance[stage], abs=1e-12)
         if stages == ranks:      # each stage plans less than the whole step (memory_report)
             assert report["arena_mib"] < expected["arena_mib"]
     saved_state = optimizer_state(tmp_path / f"{schedule}.hiapi")     # gathered (and joined)
@@ -172,6 +177,31 @@ def test_predicted_bubble_of_the_stages_as_they_run():
                                                   slow_last)) > ideal
 
 
+def test_idle_splits_into_the_bottleneck_bubble_and_imbalance():
+    """Unequal stages: the slowest stage idles only for the fill and drain (the bubble); a
+    faster one also waits M * (t_max - t_k) for it (its imbalance); idle = bubble + imbalance,
+    from the schedule simulated and from measured busy times alike."""
+    stages, micro_batches = 3, 8
+    actions = [(1.0, 2.0), (1.0, 2.4), (0.0, 2.7)]      # stage 1 is the bottleneck, 3.4 each
+    step, busy = schedules.simulate(stages, micro_batches, schedules.gpipe,
+                                    [f for f, _ in actions], [b for _, b in actions])
+    idle = schedules.predicted_bubble(stages, micro_batches, schedules.gpipe, actions)
+    bubble, imbalance = schedules.bubble_and_imbalance(idle)
+    assert bubble == pytest.approx(1 - micro_batches * 3.4 / step)
+    assert imbalance == pytest.approx([micro_batches * (3.4 - t) / step for t in (3.0, 3.4, 2.7)])
+    assert imbalance[1] == 0.0
+    from hiapi.distribute.pipeline.stats import PipelineStats
+    stats = PipelineStats()
+    stats.stage = 0
+    stats.record(10.0, [8.0, 9.0], 2, [0.5, 0.1, 0.2, 0.3])
+    stats.record(10.0, [7.0, 9.0], 2, [0.5, 0.1, 0.4, 0.3])
+    assert stats.idle == pytest.approx(0.25) and stats.bubble == pytest.approx(0.1)
+    assert stats.imbalance == pytest.approx(0.15) and stats.bottleneck == 1
+    assert stats.imbalance_per_stage == pytest.approx([0.15, 0.0])
+    assert stats.step_bubble == pytest.approx([0.1, 0.1])
+    assert stats.steady_receive_wait == pytest.approx(0.15)   # first and last are fill, drain
+
+
 def test_waiting_is_chosen_by_oversubscription_or_by_name(monkeypatch):
     from hiapi.distribute.pipeline import waiting
     assert isinstance(waiting.for_communicator(None), waiting.Spinning)    # one process
@@ -180,6 +210,81 @@ def test_waiting_is_chosen_by_oversubscription_or_by_name(monkeypatch):
     monkeypatch.setenv("HIAPI_PIPELINE_WAIT", "nap")
     with pytest.raises(ValueError, match="HIAPI_PIPELINE_WAIT must be 'spin' or 'yield'"):
         waiting.for_communicator(None)
+
+
+def test_memory_budget_moves_the_split_and_each_stage_fits(tmp_path):
+    """2 stages, GPipe (stage 1 holds all 4 micro-batches entering it): the time-balanced cut
+    after a Dense(512) leaves stage 1 over a 600,000-byte budget, so the split moves to a
+    narrow boundary; every stage's planned forward + backward + held activations fit, the
+    planner's backward is the arena the stage compiles, and training equals one process.
+    At 500,000 bytes no split fits: every rank says which stage cannot."""
+    run_mpi(2, "pipeline_budget.py", tmp_path, "pipeline", 600_000, timeout=300)
+    subprocess.run([sys.executable, str(WORKERS / "pipeline_budget.py"), str(tmp_path),
+                    "reference", "0"], check=True, cwd=ROOT, timeout=300)
+    want = np.load(tmp_path / "reference_0.npz")
+    for rank in range(2):
+        report = json.load(open(tmp_path / f"pipeline_{rank}.json"))
+        assert report["balanced_split"] == [0, 2] and report["starts"] == [0, 3]
+        assert report["memory_budget"] == 600_000
+        planned = report["planned_stage_bytes"]
+        assert all(stage["total"] <= 600_000 for stage in planned)
+        assert planned[1]["held"] == 4 * 16 * 16 * 8    # GPipe: 4 x 16 rows x Dense(16), f64
+        assert report["planned_arena_bytes_this_rank"] == planned[rank]["backward"]
+        weights = np.load(tmp_path / f"pipeline_{rank}.npz")
+        for name in want.files:
+            np.testing.assert_allclose(weights[name], want[name], rtol=1e-5, atol=1e-8)
+    failed = run_mpi(2, "pipeline_budget.py", tmp_path, "pipeline", 500_000, timeout=300,
+                     check=False)                  # fit's guard aborts the job, on every rank
+    assert failed.returncode != 0
+    output = failed.stdout + failed.stderr
+    for rank in range(2):
+        assert f"[hiapi rank {rank}/2] fit failed" in output
+    assert "MemoryError: Strategy: no split of model 'sequential' into 2 stages keeps every " \
+        "stage under memory_budget=500,000 bytes: as stage 1, layers 'dense_2'..'dense_6'" \
+        in " ".join(output.split())
+
+
+def test_memory_aware_split_is_the_fastest_split_that_fits():
+    """Against every split: the smallest slowest-stage cost among those whose stages all fit,
+    the time-balanced split when it fits, and an error naming the stage when none fits."""
+    from hiapi.distribute.pipeline import memory_split
+
+    class Planner:                       # a stage's memory: the sum of its layers'
+        def __init__(self, memory, stages, budget):
+            self.memory_of, self.stages, self.budget = memory, stages, budget
+            self.layers = [hiapi.layers.Dense(1, name=f"l{i}") for i in range(len(memory))]
+            self.model, self.rows = hiapi.Sequential(name="m"), 8
+
+        def memory(self, k, a, b):
+            return memory_split.StageMemory(0, int(sum(self.memory_of[a:b])), 0)
+
+        def fits(self, k, a, b):
+            return self.memory(k, a, b).total <= self.budget
+
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(60):
+        n = int(rng.integers(3, 9))
+        stages = int(rng.integers(2, min(4, n) + 1))
+        costs = [float(c) for c in rng.integers(1, 50, size=n)]
+        memory = list(rng.integers(1, 30, size=n))
+        planner = Planner(memory, stages, int(rng.integers(20, 80)))
+        cost = split.StageCost(costs, stages)
+        fitting = [[0, *cut] for cut in itertools.combinations(range(1, n), stages - 1)
+                   if all(planner.fits(k, a, b) for k, (a, b) in
+                          enumerate(zip([0, *cut], [*cut, n])))]
+        if not fitting:
+            with pytest.raises(MemoryError, match="no split of model 'm' into"):
+                memory_split.memory_aware_split(costs, planner)
+            continue
+        starts = memory_split.memory_aware_split(costs, planner)
+        assert starts in fitting
+        slowest = lambda s: max(cost(k, a, b) for k, (a, b) in enumerate(zip(s, s[1:] + [n])))
+        assert slowest(starts) == pytest.approx(min(map(slowest, fitting)), rel=1e-6)
+        if split.balanced_split(costs, stages) in fitting:
+            assert starts == split.balanced_split(costs, stages)
+        checked += 1
+    assert checked > 20
 
 
 def test_split_by_name_and_errors():
