@@ -1,4 +1,4 @@
-"""Where to cut a Sequential model into pipeline stages.
+"""Where to cut a model's chain of layers (``chain.py``) into pipeline stages.
 
 By default the cut balances estimated cost: each op of a layer's forward graph costs, on the
 roofline, the larger of its FLOPs (the cost model the profiler uses,
@@ -18,16 +18,6 @@ from hiapi.graph.op import Spec
 from hiapi.graph.schedule import topological_order
 from hiapi.layers.layer_io import not_a_node
 from hiapi.layers.tracing import collect_state
-
-
-def stage_layers(model):
-    """The layers a pipeline cuts between: a Sequential model's stack."""
-    stack = getattr(model, "_stack", None)
-    if stack is None:
-        raise NotImplementedError(
-            f"Strategy(pipeline_stages=...): model {model.name!r} is a "
-            f"{type(model).__name__}; pipelines cut Sequential models (layers in one chain)")
-    return list(stack)
 
 
 # FLOP per byte where the roofline bends, measured on the development machine (133.8 GFLOP/s

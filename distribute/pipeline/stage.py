@@ -1,4 +1,4 @@
-"""One pipeline stage's compiled programs: a contiguous run of a Sequential model's layers.
+"""One pipeline stage's compiled programs: a contiguous run of a model's chain of layers.
 
 - ``forward`` (every stage but the last): boundary activation in, boundary activation out.
 - ``backward``: the stage's forward again (GPipe's re-materialisation: a stage keeps only the

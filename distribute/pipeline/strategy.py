@@ -1,6 +1,7 @@
-"""``Strategy(pipeline_stages=K, micro_batches=M, schedule="gpipe"|"1f1b")``: a Sequential model
-cut into K stages, one per rank, trained with micro-batches (the seed notes on pipeline
-parallelism; GPipe, Huang et al. 2019; PipeDream-Flush's 1F1B, Narayanan et al. 2021).
+"""``Strategy(pipeline_stages=K, micro_batches=M, schedule="gpipe"|"1f1b")``: a model's chain of
+layers (Sequential, or functional in one chain) cut into K stages, one per rank, trained with
+micro-batches (the seed notes on pipeline parallelism; GPipe, Huang et al. 2019;
+PipeDream-Flush's 1F1B, Narayanan et al. 2021).
 
     strategy = hiapi.distribute.Strategy(pipeline_stages=4, micro_batches=8)
     with strategy.scope():
@@ -29,7 +30,8 @@ Run without ``mpiexec``, the same script trains in one process, with the micro-b
 ``mpiexec -n D*K*T`` with ``tensor_parallel=T`` splits each stage's layers over T ranks too
 (``hiapi.distribute.tensor_parallel``'s rewrite, applied to the stage's graphs) and runs D
 data-parallel replicas of the whole; saving gathers its optimizer state too (``grid_state.py``).
-Not yet: functional (non-chain) models.
+Functional models pipeline too when their layers form one chain (``chain.py``); others fail
+with what is unsupported.
 """
 import warnings
 
@@ -39,6 +41,7 @@ from hiapi.backends import get_backend
 from hiapi.distribute import sharding
 from hiapi.distribute.communicator import LocalCommunicator, MPICommunicator
 from hiapi.distribute.pipeline import schedules, split
+from hiapi.distribute.pipeline.chain import chain_layers
 from hiapi.distribute.pipeline.grid_state import GridOptimizerState
 from hiapi.distribute.pipeline.memory_split import (StageMemoryPlanner, check_fits,
                                                     memory_aware_split)
@@ -125,7 +128,7 @@ class PipelineStrategy(Strategy):
             raise NotImplementedError(f"Strategy(pipeline_stages=...): model {model.name!r} "
                                       f"has {len(xs)} inputs; a pipeline takes one")
         steps._loss_graph(model, xs, ys, weighted, training=False)   # metrics on every rank
-        layers = split.stage_layers(model)
+        layers = chain_layers(model)
         if model.optimizer.global_clipnorm is not None:
             raise NotImplementedError(f"{model.optimizer.name}: global_clipnorm is not "
                                       f"supported with pipeline_stages (each stage sees only "
@@ -272,7 +275,7 @@ class PipelineStrategy(Strategy):
         stage_costs = [f + b for f, b in actions]
         predicted = schedules.predicted_bubble(K, M, self.schedule, actions)
         bubble, imbalance = schedules.bubble_and_imbalance(predicted)
-        names = [layer.name for layer in split.stage_layers(self._model)]
+        names = [layer.name for layer in chain_layers(self._model)]
         stats, measured = self.pipeline_stats, self.pipeline_stats.steps > 0
         report = {"stages": K, "replicas": self.replicas, "micro_batches": M,
                   "tensor_parallel": self.tensor_parallel,

@@ -41,9 +41,10 @@ def optimizer_state(path):
     (2, 2, 1, "gpipe", "mlp"), (2, 2, 1, "1f1b", "cnn"), (4, 4, 1, "1f1b", "mlp"),
     (4, 4, 1, "gpipe", "cnn"),
     (4, 2, 1, "1f1b", "cnn"), (4, 2, 1, "gpipe", "mlp"),     # 2 replicas x 2 stages
-    (4, 2, 2, "gpipe", "mlp"), (4, 2, 2, "1f1b", "cnn")])    # 2 stages x 2 tensor parts
+    (4, 2, 2, "gpipe", "mlp"), (4, 2, 2, "1f1b", "cnn"),     # 2 stages x 2 tensor parts
+    (2, 2, 1, "1f1b", "functional")])                       # hiapi.Model in one chain
 def test_pipelined_training_equals_one_process(tmp_path, ranks, stages, parts, schedule, kind):
-    micro_batches, replicas = (4 if kind == "mlp" else 3), ranks // (stages * parts)
+    micro_batches, replicas = (3 if kind == "cnn" else 4), ranks // (stages * parts)
     run_mpi(ranks, "pipeline.py", tmp_path, schedule, kind, micro_batches, stages, 24, parts,
             timeout=300)
     expected_weights, expected = reference(tmp_path, kind, micro_batches, 24 * replicas)
@@ -285,6 +286,29 @@ def test_memory_aware_split_is_the_fastest_split_that_fits():
             assert starts == split.balanced_split(costs, stages)
         checked += 1
     assert checked > 20
+
+
+def test_functional_models_pipeline_as_a_chain_or_say_why_not():
+    from hiapi.distribute.pipeline.chain import chain_layers
+    layers = hiapi.layers
+    x = inputs = hiapi.Input(shape=(4,))
+    dense = [layers.Dense(4, name=f"d{i}") for i in range(3)]
+    for layer in dense:
+        x = layer(x)
+    assert chain_layers(hiapi.Model(inputs, x)) == dense
+    branch = dense[0](inputs)
+    residual = hiapi.Model(inputs, layers.Add(name="add")([branch, dense[1](branch)]))
+    with pytest.raises(NotImplementedError, match="layer 'add' takes several inputs"):
+        chain_layers(residual)
+    skip = hiapi.Model(inputs, layers.Dense(2, name="skip")(dense[2](dense[1](inputs)) + 1.0))
+    with pytest.raises(NotImplementedError, match="is an op between layers"):
+        chain_layers(skip)
+    twice = hiapi.Model(inputs, dense[0](dense[0](inputs)))
+    with pytest.raises(NotImplementedError, match="layer 'd0' is called twice"):
+        chain_layers(twice)
+    a, b = hiapi.Input(shape=(4,)), hiapi.Input(shape=(4,))
+    with pytest.raises(NotImplementedError, match="has 2 inputs and 1 outputs"):
+        chain_layers(hiapi.Model([a, b], layers.Add()([a, b])))
 
 
 def test_split_by_name_and_errors():

@@ -3,7 +3,7 @@
 History and evaluate's logs; one process writes the same without either when run without
 mpiexec and with ``reference`` as the schedule.
 
-usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|tensor|reference) MODEL(mlp|cnn|embedding) MICRO_BATCHES
+usage: pipeline.py OUT_DIR SCHEDULE(gpipe|1f1b|tensor|reference) MODEL(mlp|functional|cnn|embedding) MICRO_BATCHES
                    [STAGES_OR_TENSOR_PARTS] [BATCH_SIZE] [TENSOR_PARTS_PER_STAGE]
 """
 import json
@@ -24,6 +24,11 @@ def make_model(kind):
                                               kernel_regularizer=hiapi.regularizers.L2(1e-3)),
                                  layers.Dense(8, activation="relu"),
                                  layers.Dense(3, activation="softmax")])
+    if kind == "functional":             # the MLP's chain built with hiapi.Model
+        x = inputs = hiapi.Input(shape=(12,))
+        for units, activation in ((16, "tanh"), (16, "relu"), (8, "relu")):
+            x = layers.Dense(units, activation=activation)(x)
+        return hiapi.Model(inputs, layers.Dense(3, activation="softmax")(x))
     if kind == "embedding":              # a vocabulary of 30 over 4 ranks: uneven blocks
         return hiapi.Sequential([hiapi.Input(shape=(5,), dtype="int64"),
                                  layers.Embedding(30, 6), layers.Flatten(),
@@ -41,7 +46,7 @@ def data(kind):
     if kind == "embedding":
         x = rng.integers(0, 30, size=(96, 5))
         return x, (x[:, 0] % 3).astype("int64")
-    x = rng.normal(size=(96, 12) if kind == "mlp" else (96, 8, 8, 1))
+    x = rng.normal(size=(96, 12) if kind in ("mlp", "functional") else (96, 8, 8, 1))
     y = (x.reshape(96, -1)[:, :3].argmax(axis=1)).astype("int64")
     return x, y
 
