@@ -15,6 +15,9 @@ needs it (the input is data).
 ``--clock cpu`` times process CPU time instead of wall time: with ``--threads 1`` on a busy
 machine that is the work done, where wall time mostly measures waiting for a core.
 
+The 3x3 stride-1 layers of 16 channels or more run as Winograd F(2x2, 3x3)
+(``backends/winograd.py``); ``--im2col`` times the im2col + GEMM kernels instead.
+
 Threads as in ``train_step.py``: ``--threads`` for BLAS, numba and torch, set before either
 library loads.
 """
@@ -98,6 +101,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--networks", default="cifar,convnet")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--im2col", action="store_true",
+                        help="Winograd off (HIAPI_WINOGRAD=0): every op as im2col + GEMM")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: process CPU time, the work done when --threads is 1 and "
                              "the machine is busy")
@@ -105,6 +110,8 @@ def main():
     for name in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "HIAPI_NUM_THREADS"):
         os.environ[name] = str(args.threads)
     os.environ["HIAPI_BACKEND"] = args.backend
+    if args.im2col:
+        os.environ["HIAPI_WINOGRAD"] = "0"
     from hiapi.backends import get_backend
     backend = get_backend()
     torch = None

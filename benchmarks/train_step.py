@@ -9,6 +9,9 @@ Needs a CPU build of torch (``pip install torch==2.13.0``). Workloads, SGD with 
     convnet  the Keras MNIST convnet (Conv32-Pool-Conv64-Pool-Dropout-Dense10), batch 128
     cifar    Conv32-Conv32-Pool-Conv64-Conv64-Pool-Dense512-Dense10 on 32x32x3, batch 64
 
+A framework ``numba-im2col`` (or ``numpy-im2col``) is that backend with ``HIAPI_WINOGRAD=0``:
+every convolution as im2col + GEMM, for comparing against the Winograd 3x3 kernels.
+
 Each (workload, framework) runs in its own process, ``--rounds`` times, the frameworks
 interleaved round by round so that a noisy neighbour hits all of them alike; every process
 warms up, then times ``--steps`` steps. One JSON line per (workload, framework): median and
@@ -79,6 +82,9 @@ INPUT = {"mlp": (784,), "convnet": (28, 28, 1), "cifar": (32, 32, 3)}   # NHWC f
 
 
 def hiapi_step(workload, backend):
+    if backend.endswith("-im2col"):         # Winograd off: every convolution as im2col + GEMM
+        os.environ["HIAPI_WINOGRAD"] = "0"
+        backend = backend[:-len("-im2col")]
     os.environ["HIAPI_BACKEND"] = backend
     import hiapi
     hiapi.utils.set_random_seed(0)

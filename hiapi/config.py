@@ -67,6 +67,16 @@ def memory():
     return value
 
 
+def winograd():
+    """Whether 3x3 stride-1 convolutions may run as Winograd F(2x2, 3x3)
+    (``hiapi/backends/winograd.py``): ``HIAPI_WINOGRAD`` is "1" (default) or "0" (im2col +
+    GEMM for every convolution: direct convolution's float32 rounding, at its speed)."""
+    value = os.environ.get("HIAPI_WINOGRAD", "1").strip() or "1"
+    if value not in ("0", "1"):
+        raise ValueError(f"HIAPI_WINOGRAD must be '1' or '0', got {value!r}")
+    return value == "1"
+
+
 _num_threads_override = None
 
 
