@@ -3,12 +3,15 @@ the activations GPipe and 1F1B hold per stage, and a model whose memory plan doe
 per-process ``memory_budget`` on one process but trains on 4 stages.
 
     python benchmarks/pipeline.py [--stages 2] [--steps 8] [--skip-budget] [--bubble-only]
+                                  [--split LAYER ...] [--micro-batches 1 2 4 8 16]
 
 1. Bubble: an MLP of equal Dense(512) layers and a Dense(10) head, global batch 4096, for
    M = 1, 2, 4, 8, 16 micro-batches. The depth is one the stages can balance as they run
    (``split.stage_actions``: a stage but the last re-runs its forward in its backward, the
    first computes no gradient for its input): 9 layers split 4 | 5 for 2 stages (4 + 4 + 4 + 3
    = 15 matmuls per micro-batch against 5 * 3), 13 split 3 | 3 | 3 | 4 for 4 (11, 12, 12, 12).
+   ``--split dense_3`` (or ``dense_5``) measures the 2-stage run with the boundary a layer
+   earlier (later), what re-splitting by measured stage times could do at this granularity.
    The micro-batches at M = 16 have 256 rows, enough for the weight-gradient matmuls to run as
    fast as the others (with 64-row micro-batches of a 1024-wide MLP they ran ~15% slower, and
    the stage with more of them was ~4% slower: an imbalance the split cannot see). Each
@@ -61,8 +64,10 @@ def mlp(depth, width):
 def worker(schedule, micro_batches, steps, budget):
     import hiapi
     stages = int(os.environ["STAGES"])
+    named = os.environ.get("PIPELINE_SPLIT")        # --split: the bubble runs' boundaries
     strategy = hiapi.distribute.Strategy(pipeline_stages=stages, micro_batches=micro_batches,
-                                         schedule=schedule)
+                                         schedule=schedule, pipeline_split=named.split(",")
+                                         if named and not budget else None)
     depth, width, batch = (24, 1024, 1024) if budget else (BALANCED_DEPTH.get(stages, 9), 512,
                                                            4096)
     with strategy.scope():
@@ -85,6 +90,7 @@ def worker(schedule, micro_batches, steps, budget):
               "median_step_bubble": float(np.median(stats.step_bubble)),
               "bottleneck": report["measured_bottleneck_stage"],
               "steady_wait": report["measured_steady_receive_wait_seconds_this_rank"],
+              "busy_per_step": stats.busy / stats.steps,
               "ideal": report["ideal_bubble"],
               "predicted": report["predicted_bubble"],
               "predicted_imbalance": report["predicted_imbalance"],
@@ -112,12 +118,13 @@ def from_measured_times(records, schedule, micro_batches, key="seconds_per_micro
     return bubble, float(np.mean(imbalance))
 
 
-def run(stages, schedule, micro_batches, steps, budget=False):
+def run(stages, schedule, micro_batches, steps, budget=False, pipeline_split=()):
     command = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(stages), sys.executable,
                __file__, "--worker", schedule, str(micro_batches), str(steps)] + \
         (["--budget"] if budget else [])
     result = subprocess.run(command, capture_output=True, text=True, timeout=900,
-                            env={**os.environ, **ENV, "STAGES": str(stages)})
+                            env={**os.environ, **ENV, "STAGES": str(stages),
+                                 "PIPELINE_SPLIT": ",".join(pipeline_split)})
     for line in result.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -146,6 +153,10 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--skip-budget", action="store_true")
     parser.add_argument("--bubble-only", action="store_true")
+    parser.add_argument("--split", nargs="+", default=(), metavar="LAYER",
+                        help="first layer of stages 1..K-1 for the bubble runs (pipeline_split), "
+                             "to measure other boundaries than the balanced ones")
+    parser.add_argument("--micro-batches", nargs="+", type=int, default=(1, 2, 4, 8, 16))
     parser.add_argument("--worker", nargs=3, metavar=("SCHEDULE", "M", "STEPS"))
     parser.add_argument("--budget", action="store_true")
     args = parser.parse_args()
@@ -155,8 +166,8 @@ def main():
     with open("/proc/loadavg") as f:
         load = f.read().split()[0]
     K = args.stages
-    for M in (1, 2, 4, 8, 16):
-        records = run(K, "1f1b", M, args.steps)
+    for M in args.micro_batches:
+        records = run(K, "1f1b", M, args.steps, pipeline_split=args.split)
         ideal = records[0]["ideal"]
         bubble = float(np.mean([r["bubble"] for r in records]))      # the same stage's idle
         median_bubble = float(np.mean([r["median_step_bubble"] for r in records]))
@@ -186,6 +197,10 @@ def main():
                           "bottleneck_steady_receive_wait_ms": None if records[
                               records[0]["bottleneck"]]["steady_wait"] is None else round(
                               1e3 * records[records[0]["bottleneck"]]["steady_wait"], 3),
+                          "host_ms_per_micro_batch": [
+                              round(1e3 * (r["busy_per_step"] / M -
+                                           sum(r["seconds_per_micro_batch"])), 3)
+                              for r in records],
                           "waiting": sorted({r["waiting"] for r in records}),
                           "ms_per_micro_batch_forward_backward": [
                               [round(1e3 * t, 2) for t in r["seconds_per_micro_batch"]]

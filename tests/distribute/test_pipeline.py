@@ -218,7 +218,8 @@ def test_memory_budget_moves_the_split_and_each_stage_fits(tmp_path):
     after a Dense(512) leaves stage 1 over a 600,000-byte budget, so the split moves to a
     narrow boundary; every stage's planned forward + backward + held activations fit, the
     planner's backward is the arena the stage compiles, and training equals one process.
-    At 500,000 bytes no split fits: every rank says which stage cannot."""
+    At 500,000 bytes no split fits: every rank says which stage cannot; naming the
+    time-balanced cut with pipeline_split at 600,000 fails saying which stage is over."""
     run_mpi(2, "pipeline_budget.py", tmp_path, "pipeline", 600_000, timeout=300)
     subprocess.run([sys.executable, str(WORKERS / "pipeline_budget.py"), str(tmp_path),
                     "reference", "0"], check=True, cwd=ROOT, timeout=300)
@@ -243,6 +244,11 @@ def test_memory_budget_moves_the_split_and_each_stage_fits(tmp_path):
     assert "MemoryError: Strategy: no split of model 'sequential' into 2 stages keeps every " \
         "stage under memory_budget=500,000 bytes: as stage 1, layers 'dense_2'..'dense_6'" \
         in " ".join(output.split())
+    named = run_mpi(2, "pipeline_budget.py", tmp_path, "pipeline", 600_000, "dense_2",
+                    timeout=300, check=False)          # the time-balanced cut, by name
+    assert named.returncode != 0
+    assert "MemoryError: Strategy: stage 1 of pipeline_split (layers 'dense_2'..'dense_6') " \
+        "plans at least" in " ".join((named.stdout + named.stderr).split())
 
 
 def test_memory_aware_split_is_the_fastest_split_that_fits():

@@ -4,7 +4,7 @@ weights and what ``explain`` says, with the time-balanced split for comparison (
 budget fits no split, fit fails on every rank and aborts the job). Run without mpiexec with ``reference``: the same model trained
 in one process without a budget.
 
-usage: pipeline_budget.py OUT_DIR (pipeline|reference) BUDGET_BYTES
+usage: pipeline_budget.py OUT_DIR (pipeline|reference) BUDGET_BYTES [FIRST_LAYER_OF_STAGE_1]
 """
 import json
 import sys
@@ -18,10 +18,10 @@ from hiapi.distribute.pipeline import split
 WIDTHS = (64, 512, 16, 512, 16, 64)   # cutting after a 512 makes stage 1 hold 4 x 512 wide
 
 
-def main(out, mode, budget):
+def main(out, mode, budget, pipeline_split=None):
     hiapi.config.set_floatx("float64")
     strategy = None if mode == "reference" else hiapi.distribute.Strategy(
-        pipeline_stages=2, micro_batches=4, schedule="gpipe")
+        pipeline_stages=2, micro_batches=4, schedule="gpipe", pipeline_split=pipeline_split)
     hiapi.utils.set_random_seed(3)
     with strategy.scope() if strategy else _Nothing():
         model = hiapi.Sequential([hiapi.Input(shape=(16,))] +
@@ -54,4 +54,4 @@ class _Nothing:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:] or None)
