@@ -3,7 +3,7 @@
 
 ``MPICommunicator`` wraps mpi4py: MPI's native allreduce, or one of
 ``hiapi.distribute.algorithms`` (``algorithm="ring"``, ``"halving_doubling"``,
-``"shared_memory"``, ``"shared_direct"``, ``"hierarchical"``, or ``"auto"``: per message-size
+``"shared_memory"``, ``"shared_direct"``, ``"zero_copy"``, ``"hierarchical"``, or ``"auto"``: per message-size
 class, the fastest of native and the model's best three, timed on first use; a non-blocking call
 of a Python algorithm runs on a background thread); ``LocalCommunicator`` is the one-process stand-in used when the script is
 not started under ``mpiexec`` (or mpi4py is not installed), so the same script runs either way.
@@ -60,6 +60,13 @@ class Communicator:
     def barrier(self):
         pass
 
+    def shared_array(self, count, dtype):
+        """A 1-D array in memory the allreduce reads in place (``algorithm="zero_copy"``, or
+        ``"auto"`` on one node: MPI shared memory), for a buffer that is reduced again and
+        again (a gradient bucket); None where the caller's own memory is as good. Collective:
+        every rank allocates the same sizes in the same order."""
+        return None
+
     def set_progress(self, text):
         """Where training is (``"epoch 2, batch 5"``), for the stall report."""
 
@@ -115,6 +122,12 @@ class MPICommunicator(Communicator):
             return collective(*args)
         finally:
             watchdog.current = None
+
+    def shared_array(self, count, dtype):
+        if self.allreducer is None:
+            return None
+        self.background.drain()              # the allocation is collective, as the calls are
+        return self.allreducer.allocate(count, dtype)
 
     def set_progress(self, text):
         if self.watchdog is not None:

@@ -7,6 +7,13 @@ it and asks to run *late*, just before the updates that read the bucket: communi
 bucket overlaps the backward computation of the next. ``compressed_allreduce`` exchanges one
 gradient through a compressor (blocking; its state Variables are updated in place, so the op
 is marked stateful for the memory planner).
+
+``shared_allreduce_start``/``shared_allreduce_wait`` are the same pair for a bucket whose flat
+buffer the communicator gave it in shared memory (``MPICommunicator.shared_array``: with
+``algorithm="zero_copy"``, or ``"auto"`` on one node): the start writes the scaled gradients
+straight into that buffer and outputs only a one-element token (the planner reserves no arena
+memory for the bucket), and the wait returns the shared buffer itself, summed where it lies,
+as the view its readers (the slices for each parameter's update) read.
 """
 import numpy as np
 
@@ -56,6 +63,28 @@ class AllreduceWait(Op):
         return flat.shape, flat.dtype
 
 
+class SharedBucket(Bucket):
+    """A bucket whose flat buffer lives in shared memory, reused every step."""
+
+    def __init__(self, communicator, sizes, stats, buffer):
+        super().__init__(communicator, sizes, stats)
+        self.buffer = buffer
+
+
+class SharedAllreduceStart(AllreduceStart):
+    name = "shared_allreduce_start"
+
+    def infer(self, scale, *gradients):
+        return (1,), gradients[0].dtype          # a token: the values go to bucket.buffer
+
+
+class SharedAllreduceWait(AllreduceWait):
+    name = "shared_allreduce_wait"
+
+    def infer(self, token):
+        return (sum(self.bucket.sizes),), token.dtype
+
+
 class CompressedAllreduce(Op):
     name = "compressed_allreduce"
     stateful = True
@@ -90,6 +119,14 @@ def allreduce_wait(flat, bucket):
     return flat
 
 
+def shared_allreduce_start(token, scale, *gradients, bucket):
+    allreduce_start(bucket.buffer, scale, *gradients, bucket=bucket)
+
+
+def shared_allreduce_wait(token, bucket):
+    return allreduce_wait(bucket.buffer, bucket)
+
+
 def compressed_allreduce(out, gradient, scale, *state, communicator, compressor, slots, stats):
     payload = compressor.compress(gradient * scale, dict(zip(slots, state)))
     per_array = [communicator.allgather(array) for array in payload]
@@ -102,5 +139,7 @@ def compressed_allreduce(out, gradient, scale, *state, communicator, compressor,
 def register_kernels(backend):
     for name, kernel in (("allreduce_start", allreduce_start),
                          ("allreduce_wait", allreduce_wait),
+                         ("shared_allreduce_start", shared_allreduce_start),
+                         ("shared_allreduce_wait", shared_allreduce_wait),
                          ("compressed_allreduce", compressed_allreduce)):
         backend.kernels.setdefault(name, kernel)

@@ -13,7 +13,8 @@ What the strategy does:
 - a graph rewrite of the train step: each worker's gradients are scaled by its share of the
   global batch and summed over workers, so the update uses exactly the global-batch mean
   gradient. Uncompressed gradients travel in buckets (``bucket_cap_mb``, last layers first)
-  whose non-blocking allreduce overlaps the rest of the backward pass; compressed ones go
+  whose non-blocking allreduce overlaps the rest of the backward pass (in MPI shared memory,
+  summed where they lie, with ``algorithm="zero_copy"`` or ``"auto"``); compressed ones go
   through ``hiapi.distribute.compression``;
 - data sharding: every worker draws the same global permutation each epoch and takes its part
   of each global batch (a final global batch too small to give every worker a sample is
@@ -49,6 +50,7 @@ from hiapi.distribute.compressed_ops import compressed_buckets, split_buckets
 from hiapi.distribute.data_agreement import agree_batch, agree_counts
 from hiapi.distribute.nccl import for_backend
 from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, CompressedAllreduce,
+                                  SharedAllreduceStart, SharedAllreduceWait, SharedBucket,
                                   register_kernels)
 from hiapi.distribute import random_streams, sharding
 from hiapi.distribute.scope import strategy_scope
@@ -64,6 +66,7 @@ class CommunicationStats:
 
     def __init__(self):
         self.sent = self.dense = self.steps = 0
+        self.shared_buckets = 0          # buckets living in shared memory (zero_copy's)
 
     def record(self, sent, dense):
         self.sent += sent
@@ -219,9 +222,19 @@ class Strategy:
         reduced = {}
         for members in split_buckets(pairs, self.bucket_cap_bytes):
             sizes = [int(np.prod(v.shape)) for _, v in members]
-            bucket = Bucket(self.communicator, sizes, self.stats)
-            scale = ops.cast(self._scale, members[0][0].dtype)
-            flat = AllreduceWait(bucket)(AllreduceStart(bucket)(scale, *[g for g, _ in members]))
+            dtype = members[0][0].dtype
+            scale = ops.cast(self._scale, dtype)
+            # in shared memory where the allreduce sums it in place (zero_copy, or auto)
+            shared = self.communicator.shared_array(sum(sizes), dtype)
+            if shared is None:
+                bucket, start, wait = Bucket(self.communicator, sizes, self.stats), \
+                    AllreduceStart, AllreduceWait
+            else:
+                bucket, start, wait = SharedBucket(self.communicator, sizes, self.stats,
+                                                   shared), SharedAllreduceStart, \
+                    SharedAllreduceWait
+                self.stats.shared_buckets += 1
+            flat = wait(bucket)(start(bucket)(scale, *[g for g, _ in members]))
             offset = 0
             for (gradient, variable), n in zip(members, sizes):
                 part = ops.slice_axis(flat, 0, offset, offset + n)

@@ -2,7 +2,9 @@
 ``native`` (MPI's), ``ring``, ``halving_doubling`` (Rabenseifner), ``shared_memory`` (one node,
 through an MPI shared-memory window: copy in, sum a 1/P slice, copy the slices out),
 ``shared_direct`` (one node, one fence: every rank sums every slot into its own array),
-``hierarchical`` (shared memory inside each node, MPI between node leaders) and ``auto``
+``zero_copy`` (one node, for arrays it allocated in shared memory: summed where they lie, no
+copy in or out), ``hierarchical`` (shared memory inside each node, MPI between node leaders)
+and ``auto``
 (per size class, the fastest of native and the three the measured alpha-beta model prices
 lowest, timed on first use). ``MPICommunicator(algorithm=...)`` and
 ``Strategy(algorithm=...)`` take these names.
@@ -18,9 +20,10 @@ from hiapi.distribute.algorithms.ring import RingAllreduce
 from hiapi.distribute.algorithms.shared_direct import SharedDirectAllreduce
 from hiapi.distribute.algorithms.shared_memory import SharedMemoryAllreduce
 from hiapi.distribute.algorithms.shared_window import node_communicator
+from hiapi.distribute.algorithms.zero_copy import ZeroCopyAllreduce
 
 ALGORITHMS = ("native", "ring", "halving_doubling", "shared_memory", "shared_direct",
-              "hierarchical", "auto")
+              "zero_copy", "hierarchical", "auto")
 # training algorithms people ask ``Strategy(algorithm=...)`` for: their own strategy classes
 TRAINING_ALGORITHMS = {"easgd": "EASGDStrategy(tau=..., alpha=...)",
                        "local_sgd": "LocalSGDStrategy(period=...)"}
@@ -40,7 +43,7 @@ def check_name(algorithm):
 
 def candidate_algorithms(comm, native_comm=None):
     """What ``auto`` chooses from on ``comm``: native (first), ring, halving/doubling, and the
-    two shared-memory ones on one node or the hierarchical allreduce across nodes of several
+    three shared-memory ones on one node or the hierarchical allreduce across nodes of several
     ranks each."""
     native = NativeAllreduce(native_comm or comm)
     found = [native, RingAllreduce(comm), HalvingDoublingAllreduce(comm)]
@@ -52,7 +55,8 @@ def candidate_algorithms(comm, native_comm=None):
     # decided from numbers every rank agrees on: nodes may hold different rank counts
     smallest, largest = comm.allreduce(local, MPI.MIN), comm.allreduce(local, MPI.MAX)
     if smallest == size:
-        found += [SharedMemoryAllreduce(comm), SharedDirectAllreduce(comm)]
+        found += [SharedMemoryAllreduce(comm), SharedDirectAllreduce(comm),
+                  ZeroCopyAllreduce(comm)]
     elif largest > 1:
         found.append(HierarchicalAllreduce(comm, fake_nodes))
     return found
@@ -70,4 +74,4 @@ def make_algorithm(algorithm, comm, native_comm=None):
         return HierarchicalAllreduce(comm, config.ranks_per_node())
     return {"ring": RingAllreduce, "halving_doubling": HalvingDoublingAllreduce,
             "shared_memory": SharedMemoryAllreduce,
-            "shared_direct": SharedDirectAllreduce}[algorithm](comm)
+            "shared_direct": SharedDirectAllreduce, "zero_copy": ZeroCopyAllreduce}[algorithm](comm)

@@ -30,6 +30,7 @@ class AutoAllreduce(AllreduceAlgorithm):
         self._picked = {}           # nbytes -> algorithm: the per-call lookup
         self._by_class = {}         # size class -> algorithm
         self.measured = {}          # size class -> {name: agreed seconds per call}
+        self.rounds = {}            # size class -> rounds the tuner timed
 
     def picked(self, nbytes):
         """The algorithm already chosen for ``nbytes`` bytes, or None (no communication)."""
@@ -44,9 +45,27 @@ class AutoAllreduce(AllreduceAlgorithm):
             algorithm = self._by_class.get(key)
             if algorithm is None:
                 algorithm, self.measured[key] = self.tuner.pick(nbytes, self.shortlist(nbytes))
+                self.rounds[key] = self.tuner.rounds
                 self._by_class[key] = algorithm
             self._picked[nbytes] = algorithm
         return algorithm
+
+    def allocate(self, count, dtype):
+        """Memory from the first candidate that has its own (``zero_copy``'s shared memory),
+        so an array allocated here runs every candidate at its best: the tuner times them on
+        such arrays, and the strategy's buckets live in them."""
+        for candidate in self.candidates:
+            array = candidate.allocate(count, dtype)
+            if array is not None:
+                return array
+        return None
+
+    def scratch(self, count, dtype):
+        for candidate in self.candidates:
+            array = candidate.scratch(count, dtype)
+            if array is not None:
+                return array
+        return None
 
     def shortlist(self, nbytes):
         """Native, then the ``SHORTLIST`` other candidates the model prices lowest."""

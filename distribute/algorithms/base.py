@@ -11,6 +11,8 @@ algorithm with the smallest prediction, and ``Strategy.explain()`` prints them.
 from dataclasses import asdict, dataclass, field
 import math
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class LinkCosts:
@@ -52,6 +54,16 @@ class AllreduceAlgorithm:
     def __call__(self, array):
         raise NotImplementedError
 
+    def allocate(self, count, dtype):
+        """A 1-D array this algorithm reduces faster than the caller's own memory (collective),
+        or None where any memory will do (``zero_copy`` returns one in shared memory)."""
+        return None
+
+    def scratch(self, count, dtype):
+        """Like ``allocate``, but one array reused from call to call (collective when it
+        grows): where ``auto``'s tuner and the cost model time the candidates."""
+        return None
+
     def choose(self, nbytes):
         """The algorithm that will run a call on ``nbytes`` bytes (``auto`` picks one)."""
         return self
@@ -89,6 +101,18 @@ class AllreduceAlgorithm:
         if size != self.size:
             latency *= self.latency_steps(size) / max(self.latency_steps(self.size), 1)
         return latency + scale * self.bandwidth_time(nbytes, costs, size)
+
+
+def timing_array(algorithms, count, dtype):
+    """A zeroed ``count``-element array to time ``algorithms`` on: in the memory the first of
+    them that has its own prefers (``zero_copy``'s shared memory, where the strategy's buckets
+    live when it may be picked), else a plain one. Collective."""
+    for algorithm in algorithms:
+        array = algorithm.scratch(count, dtype)
+        if array is not None:
+            array.fill(0)
+            return array
+    return np.zeros(count, dtype)
 
 
 def flat_view(array, algorithm):

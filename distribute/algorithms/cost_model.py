@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from hiapi.distribute.algorithms.base import MIDDLE, LinkCosts
+from hiapi.distribute.algorithms.base import MIDDLE, LinkCosts, timing_array
 from hiapi.distribute.algorithms.flag_fence import FlagFence
 from hiapi.distribute.algorithms.shared_window import node_communicator
 from hiapi.distribute.ring import _sendrecv
@@ -100,9 +100,12 @@ def measure(comm, algorithms=(), refresh=False):
     barrier = _median_time(fence, 20, LATENCY_QUANTILE)
     fence.close()
     node.Free()
-    latency = _interleaved(algorithms, np.zeros(2, np.float32), 20, LATENCY_QUANTILE)
-    middle = _interleaved(algorithms, np.ones(MIDDLE // 4, np.float32), 9, LATENCY_QUANTILE)
-    vector = np.ones(CALIBRATION // 4, np.float32)
+    # in the memory the buckets will live in (zero_copy's shared memory, where it may run)
+    latency = _interleaved(algorithms, timing_array(algorithms, 2, np.float32), 20,
+                           LATENCY_QUANTILE)
+    middle = _interleaved(algorithms, timing_array(algorithms, MIDDLE // 4, np.float32), 9,
+                          LATENCY_QUANTILE)
+    vector = timing_array(algorithms, CALIBRATION // 4, np.float32)
     for algorithm in algorithms:                 # first call at this size: buffers, windows
         algorithm(vector)
     large = _interleaved(algorithms, vector, 3)

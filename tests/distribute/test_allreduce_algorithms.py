@@ -40,10 +40,12 @@ def test_unknown_algorithm_is_named():
 
 
 @pytest.mark.parametrize("ranks, algorithm", [(2, "auto"), (4, "shared_memory"),
-                                               (3, "shared_direct")])
+                                               (3, "shared_direct"), (3, "zero_copy")])
 def test_training_with_an_algorithm_equals_one_process(tmp_path, ranks, algorithm):
     """Buckets reduced by ``algorithm`` (non-blocking, on the background thread) give the
-    weights and logs that native MPI gives: those of one process on the global batch."""
+    weights and logs that native MPI gives: those of one process on the global batch. With
+    ``zero_copy`` (and ``auto``, which may pick it) the buckets live in shared memory, and the
+    backward pass writes the gradients straight into it."""
     from test_mpi import single_process_weights
     run_mpi(ranks, "train.py", tmp_path, "none", "--algorithm", algorithm, timeout=300)
     reference, history = single_process_weights(25 * ranks,
@@ -54,4 +56,5 @@ def test_training_with_an_algorithm_equals_one_process(tmp_path, ranks, algorith
         for i, expected in enumerate(reference):
             np.testing.assert_allclose(weights[f"arr_{i}"], expected, rtol=1e-4, atol=1e-5)
         assert logs[rank]["history"] == logs[0]["history"]
+        assert (logs[rank]["shared_buckets"] > 0) == (algorithm in ("auto", "zero_copy"))
     np.testing.assert_allclose(logs[0]["history"]["loss"], history["loss"], rtol=1e-4)

@@ -15,7 +15,7 @@ from hiapi.distribute.algorithms.auto import AutoAllreduce
 from hiapi.distribute.algorithms.tuner import Tuner
 
 comms = {name: MPICommunicator(algorithm=name) for name in ALGORITHMS
-         if not name.startswith("shared_") or node_communicator(
+         if name not in ("shared_memory", "shared_direct", "zero_copy") or node_communicator(
              MPICommunicator().comm).Get_size() == MPICommunicator().size}
 rank, size = comms["native"].rank, comms["native"].size
 
@@ -58,19 +58,39 @@ if "shared_memory" in comms:                       # messages larger than the sl
     values = mine(rank, 100003, np.float32)
     expected = sum(mine(r, 100003, np.float32) for r in range(size))
     np.testing.assert_array_equal(small(values), expected)
+if "zero_copy" in comms:                           # arrays in shared memory: summed in place
+    zero_copy = comms["zero_copy"]
+    for length, dtype in ((1, np.float32), (7, np.int32), (70001, np.float64), (300007, np.float32)):
+        shared = zero_copy.shared_array(length, dtype)
+        assert zero_copy.allreducer.arrays.peers(shared) is not None
+        expected = sum(mine(r, length, dtype) for r in range(size)).astype(dtype)
+        for step in range(3):                        # the same buffer, step after step
+            shared[:] = mine(rank, length, dtype) * (step + 1)
+            assert zero_copy.allreduce(shared) is shared
+            assert np.array_equal(shared, expected * (step + 1)), (length, dtype, step)
+        shared[:] = mine(rank, length, dtype)
+        assert np.array_equal(zero_copy.iallreduce(shared).wait(), expected)
+        part = shared[: length // 2 + 1]               # a view into the allocation
+        part[:] = mine(rank, len(part), dtype)
+        assert np.array_equal(zero_copy.allreduce(part), expected[:len(part)])
+    matrix = zero_copy.shared_array(12, np.float64).reshape(3, 4)
+    matrix[:] = np.arange(12).reshape(3, 4) * (rank + 1)
+    assert np.array_equal(zero_copy.allreduce(matrix),
+                          np.arange(12).reshape(3, 4) * sum(range(1, size + 1)))
+    assert comms["native"].shared_array(4, np.float32) is None    # no shared memory to offer
 auto = comms["auto"].allreducer
 picks = {n: auto.choose(n).name for n in (8, 4 << 10, 256 << 10, 4 << 20, 64 << 20)}
 
 
-def disagreeing_timer(algorithms, nbytes):
+def disagreeing_timer(algorithms, array, rounds):
     """Rank 0 measures the model's best non-native candidate fastest, the others its second:
     only the MAX over ranks makes them agree (on the second)."""
-    return [1.0, 0.5 if rank == 0 else 1.4, 0.9 if rank == 0 else 0.6] + \
-        [2.0] * (len(algorithms) - 3)
+    return [[1.0, 0.5 if rank == 0 else 1.4, 0.9 if rank == 0 else 0.6] +
+            [2.0] * (len(algorithms) - 3)] * rounds
 
 
-def native_faster_timer(algorithms, nbytes):
-    return [1.0] + [1.2 + rank] * (len(algorithms) - 1)
+def native_faster_timer(algorithms, array, rounds):
+    return [[1.0] + [1.2 + rank] * (len(algorithms) - 1)] * rounds
 
 
 injected = {}

@@ -48,4 +48,5 @@ history = model.fit(x, y, batch_size=25, epochs=2, validation_split=0.2, verbose
 np.savez(f"{args.out}/weights_{strategy.rank}.npz", *model.get_weights())
 with open(f"{args.out}/history_{strategy.rank}.json", "w") as handle:
     json.dump({"history": history.history, "bytes_per_step": strategy.stats.bytes_per_step,
-               "ratio": strategy.stats.compression_ratio, "size": strategy.size}, handle)
+               "ratio": strategy.stats.compression_ratio, "size": strategy.size,
+               "shared_buckets": strategy.stats.shared_buckets}, handle)
