@@ -30,25 +30,30 @@ class FlagFence:
         self.window.Lock_all(MPI.MODE_NOCHECK)
         memory = self.window.Shared_query(0)[0]
         lines = np.frombuffer(memory, np.int64, count=per * self.size).reshape(self.size, per)
-        self.counters = lines[:, 0]
+        self.counters, self.tags = lines[:, 0], lines[:, 1]
         if self.rank == 0:
             self.counters[:] = 0
+            self.tags[:] = 0
         self.window.Sync()
         node_comm.Barrier()
         self.window.Sync()
         self.count = 0
 
-    def __call__(self):
-        """Return once every rank of the node has called this as often as this rank has."""
+    def __call__(self, tag=0):
+        """Return once every rank of the node has called this as often as this rank has.
+        ``tag`` (an int64) is published with it: after the fence, ``tags`` holds every rank's,
+        until that rank arrives at its next fence (a caller reading the tags between two fences
+        must pass the same tag to the second)."""
         self.count = count = self.count + 1
         sync, counters = self.window.Sync, self.counters
         sync()
+        self.tags[self.rank] = tag
         counters[self.rank] = count
         while min(counters.tolist()) < count:
             os.sched_yield()
         sync()
 
     def close(self):
-        self.counters = None
+        self.counters = self.tags = None
         self.window.Unlock_all()
         self.window.Free()

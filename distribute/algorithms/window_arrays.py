@@ -24,7 +24,8 @@ import numpy as np
 PAGE = 4096
 # every allocation of the process: sorted start addresses, and (start, end, ranks, segments)
 _starts, _regions = [], []
-_found = {}       # (address, nbytes, dtype, ranks) -> [P arrays]: the per-call lookup
+_found = {}       # (address, nbytes, dtype, ranks) -> ([P arrays], tag): the per-call lookup
+_allocated = [0]  # allocations made so far (the same count on every rank: they are collective)
 
 
 class WindowArrays:
@@ -56,7 +57,8 @@ class WindowArrays:
         start = mine.__array_interface__["data"][0]
         at = bisect.bisect(_starts, start)
         _starts.insert(at, start)
-        _regions.insert(at, (start, start + nbytes, self.ranks, segments))
+        _allocated[0] += 1
+        _regions.insert(at, (start, start + nbytes, self.ranks, segments, _allocated[0]))
         self.comm.Barrier()                # every rank's segment zeroed before anyone reads it
         return mine[:count * dtype.itemsize].view(dtype), window
 
@@ -86,6 +88,13 @@ class WindowArrays:
     def peers(self, array):
         """Every rank's copy of ``array`` (a contiguous array inside one allocation), in rank
         order; None when ``array`` is not in shared memory allocated over these ranks."""
+        found = self.find(array)
+        return found and found[0]
+
+    def find(self, array):
+        """``(peers(array), tag)`` or None. The tag names the allocation, the offset in it and
+        the size and dtype, the same on every rank for the same array: ranks compare tags to
+        catch a call where they passed different arrays (whose sums would be silently wrong)."""
         address = array.__array_interface__["data"][0]
         key = (address, array.nbytes, array.dtype, self.ranks)
         found = _found.get(key)
@@ -93,12 +102,13 @@ class WindowArrays:
             at = bisect.bisect(_starts, address) - 1
             if at < 0:
                 return None
-            start, end, ranks, segments = _regions[at]
+            start, end, ranks, segments, number = _regions[at]
             if address + array.nbytes > end or ranks != self.ranks:
                 return None
             lo = address - start
-            found = _found[key] = [
-                s[lo:lo + array.nbytes].view(array.dtype) for s in segments]
+            found = _found[key] = (
+                [s[lo:lo + array.nbytes].view(array.dtype) for s in segments],
+                hash((number, lo, array.nbytes, array.dtype.num)))
         return found
 
     def close(self):

@@ -21,7 +21,9 @@ already in the window and its own length.
 An array not in shared memory (a caller's own) is copied into a shared scratch array, reduced
 the same way and copied back: correct, but with the copies this algorithm exists to avoid.
 Every rank must pass the same kind of array (all from ``allocate``, the same allocation, or
-all private), as every rank does when it runs the same program.
+all private), as every rank does when it runs the same program; the first fence carries a tag
+naming the array, so ranks that passed different ones all raise instead of summing wrong
+memory.
 
 Every element is summed by exactly one rank and copied to the others, so every rank gets
 identical bits.
@@ -85,22 +87,28 @@ class ZeroCopyAllreduce(AllreduceAlgorithm):
         if self.size == 1:
             return array
         flat = flat_view(array, self.name)
-        copies = self.arrays.peers(flat)
-        if copies is not None:
-            self._reduce(copies)
+        found = self.arrays.find(flat)
+        if found is not None:
+            self._reduce(*found)
             return array
         scratch = self.arrays.scratch(len(flat), flat.dtype)
         np.copyto(scratch, flat)
-        self._reduce(self.arrays.peers(scratch))
+        self._reduce(*self.arrays.find(scratch))
         np.copyto(flat, scratch)
         return array
 
-    def _reduce(self, copies):
+    def _reduce(self, copies, tag):
         bounds = segment_bounds(len(copies[0]), self.size)
-        self.fence()
+        fence = self.fence
+        fence(tag)
+        if fence.tags.tolist().count(tag) != self.size:       # every rank sees it: all raise
+            raise RuntimeError(
+                f"zero_copy allreduce: the ranks passed different arrays ({copies[0].nbytes} "
+                f"bytes here): every rank must pass the same shared_array (or a view at the "
+                f"same offset of it), or every rank an array of its own")
         reduce_and_push(copies, self.rank, bounds[self.rank], bounds[self.rank + 1],
                         max(1, self.block_bytes // copies[0].itemsize))
-        self.fence()
+        fence(tag)         # the same tag: a rank arriving here early leaves its tag as it was
 
     def latency_steps(self, size):
         return 2                                      # two fences
