@@ -80,6 +80,15 @@ def matmul(out, a, b):
     cupy.matmul(a, b, out=out)
 
 
+@register("gemm")
+def gemm(out, a, b, c, alpha, beta):
+    # the product through a temporary; out may be c's storage, which is read first
+    product = cupy.matmul(a, b)
+    cupy.multiply(c, beta, out=out)
+    product *= alpha
+    out += product
+
+
 @register("concatenate")
 def concatenate(out, *xs, axis):
     cupy.concatenate(xs, axis=axis, out=out)

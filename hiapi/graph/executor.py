@@ -60,9 +60,9 @@ class Executable:
 
         Safe when every reader of the old value (through its Read or any view of it) runs
         before the producing op, or is that op itself reading it element for element
-        (``Op.inplace``, same shape); when the old value is not an output; when nothing is
-        computed in place into the update value's buffer; and when no update value aliases
-        state (those are copied before any Variable is written)."""
+        (``Op.may_overwrite`` that input, same shape); when the old value is not an output;
+        when nothing is computed in place into the update value's buffer; and when no update
+        value aliases state (those are copied before any Variable is written)."""
         if any(alias for _, _, alias in update_slots):
             return []
         memory_of = {i: i for i, _ in self.reads}          # slot -> the Read whose memory it is
@@ -88,12 +88,17 @@ class Executable:
             old = [r for r, v in self.reads if v is variable]
             if any(r in outputs for r in old):
                 continue
-            if all(k < n or (k == n and j in old and var.op.inplace and
-                             self.specs[self.order[j]].shape == self.specs[var].shape)
+            if all(k < n or (k == n and j in old and self._overwrites(n, j, var))
                    for j, root in memory_of.items() if root in old
                    for k in readers.get(j, ())):
                 direct.append((i, variable))
         return direct
+
+    def _overwrites(self, n, j, var):
+        """Step ``n`` (computing ``var``) may write over its input slot ``j`` element for
+        element: every place it reads ``j`` is an input it may overwrite, of its shape."""
+        return self.specs[self.order[j]].shape == self.specs[var].shape and all(
+            var.op.may_overwrite(k) for k, slot in enumerate(self.steps[n][2]) if slot == j)
 
     def _infer(self, var, fed):
         op = var.op

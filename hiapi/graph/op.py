@@ -32,12 +32,17 @@ class Op:
     elementwise = False         # output[i] depends on inputs[i] only: fusible
     view_of: int | None = None  # index of the input whose memory the output aliases
     inplace = False             # kernels must be right when the output buffer is an input's
+    inplace_inputs: tuple | None = None   # which inputs it may overwrite (None: any of them)
     is_source = False           # no inputs: placeholder, constant, variable read
 
     def __call__(self, *inputs, name=None):
         inputs = [as_var(v) for v in inputs]
         shape, dtype = self.infer(*inputs)
         return Var(self, inputs, shape, dtype, name=name)
+
+    def may_overwrite(self, k):
+        """True when the output may be written into input ``k``'s storage."""
+        return self.inplace and (self.inplace_inputs is None or k in self.inplace_inputs)
 
     def attrs(self) -> dict:
         """Keyword arguments for the kernel; also the identity of the op for CSE."""

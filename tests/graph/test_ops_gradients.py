@@ -305,6 +305,31 @@ def test_matmul_operator_and_transpose():
              batch=(True, False), double=True)
 
 
+@pytest.mark.parametrize("transpose_a", [False, True])
+def test_gemm(transpose_a):
+    """alpha * a @ b + beta * c, with a as given or a transposed view (as the weight-gradient
+    GEMM reads x.T); every input, the scalars too, gets its gradient checked."""
+    a = normal(4, 3) if transpose_a else normal(3, 4)
+
+    def build(a, b, c, alpha, beta):
+        return ops.gemm(ops.transpose(a) if transpose_a else a, b, c, alpha, beta)
+
+    def reference(a, b, c, alpha, beta):
+        return alpha * ((a.T if transpose_a else a) @ b) + beta * c
+    check_op(build, [a, normal(4, 5), normal(3, 5), np.array(-0.3), np.array(0.9)], reference,
+             double=True)
+
+
+def test_gemm_shape_errors():
+    a, b = placeholder((3, 4)), placeholder((4, 5))
+    with pytest.raises(ValueError, match=r"gemm: c has shape \(3, 4\)"):
+        ops.gemm(a, b, placeholder((3, 4)))
+    with pytest.raises(ValueError, match="alpha and beta must be scalars"):
+        ops.gemm(a, b, placeholder((3, 5)), placeholder((1,)))
+    with pytest.raises(ValueError, match="must be 2-D"):
+        ops.gemm(placeholder((2, 3, 4)), b, placeholder((2, 3, 5)))
+
+
 # ---------------------------------------------------------------- nn
 
 

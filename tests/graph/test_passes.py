@@ -4,7 +4,8 @@ import pytest
 
 import hiapi
 from hiapi.graph import Function, Variable, grad, ops, placeholder
-from hiapi.graph.passes import constant_folding, cse, dead_code, fusion, optimize, simplify
+from hiapi.graph.passes import (constant_folding, cse, dead_code, fusion, gemm_accumulate,
+                                optimize, simplify)
 from hiapi.graph.passes.rewrite import count_ops
 from hiapi.graph.schedule import topological_order
 
@@ -127,6 +128,63 @@ def test_fusion_does_not_swallow_values_read_twice():
     (z,) = fusion.run([y])
     fused = [v for v in topological_order([z]) if v.op.name == "fused_elementwise"]
     assert len(fused) == 1 and [op.name for op, _ in fused[0].op.program] == ["tanh", "add"]
+
+
+def sgd_graph(momentum):
+    """Weight gradient and update of a linear layer, as the optimizer builds them."""
+    x, g = placeholder((None, 5), "float64"), placeholder((None, 3), "float64")
+    lr = placeholder((), "float64")
+    w = Variable(RNG.normal(size=(5, 3)), name="w")
+    v = Variable(RNG.normal(size=(5, 3)), name="v")
+    grad_w = ops.matmul(ops.transpose(x), g)
+    if momentum:
+        return [x, g, lr], momentum * v.read - lr * grad_w, (w, v)
+    return [x, g, lr], w.read - lr * grad_w, (w, v)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_gemm_accumulate_folds_the_update_into_the_gradient_gemm(momentum):
+    inputs, update, (w, v) = sgd_graph(momentum)
+    assert sorted(names([update])) == sorted(["transpose", "matmul", "multiply", "subtract"] +
+                                            (["multiply"] if momentum else []))
+    (z,) = gemm_accumulate.run([update])
+    assert names([z]) == ["transpose", "negative", "gemm"]
+    a, b, c, alpha, beta = z.inputs
+    assert c is (v.read if momentum else w.read) and alpha.inputs == (inputs[2],)
+    assert float(beta.op.value) == (momentum or 1.0)
+    values = [RNG.normal(size=(4, 5)), RNG.normal(size=(4, 3)), np.array(0.05)]
+    np.testing.assert_allclose(evaluate(inputs, z, values), evaluate(inputs, update, values),
+                               rtol=1e-12)
+
+
+def test_gemm_accumulate_leaves_a_gradient_read_twice_and_broadcast_sums():
+    inputs, _, (w, v) = sgd_graph(0.9)
+    x, g, lr = inputs
+    grad_w = ops.matmul(ops.transpose(x), g)
+    clipped = [w.read - lr * grad_w, ops.sum(grad_w)]             # the gradient read twice
+    assert gemm_accumulate.run(clipped) == clipped
+    bias = ops.matmul(x, w.read) + placeholder((3,), "float64")   # c broadcasts: no GEMM's C
+    assert gemm_accumulate.run([bias]) == [bias]
+
+
+def test_gemm_writes_over_its_c_only():
+    """The planner and the direct Variable updates may put the GEMM's output over c, never
+    over a or b, which BLAS is still reading (at 64x64 OpenBLAS reads A while it writes C)."""
+    w = Variable(RNG.normal(size=(64, 64)), name="w")
+    x = placeholder((64, 64), "float64")
+    update = w.read - 0.5 * ops.matmul(w.read, x)             # a is the Variable's own value
+    (rewritten,) = gemm_accumulate.run([update])
+    assert rewritten.op.name == "gemm" and rewritten.inputs[0] is w.read
+    start, value = w.value.copy(), RNG.normal(size=(64, 64))
+    f = Function([x], [], [(w, rewritten)])
+    f(value)
+    assert next(iter(f._executables.values())).direct_updates == []
+    np.testing.assert_allclose(w.value, start - 0.5 * start @ value, rtol=1e-10, atol=1e-10)
+    product = ops.matmul(x, x)             # planned in the arena, a and c of the GEMM
+    (z,) = gemm_accumulate.run([product - 2.0 * ops.matmul(product, x)])
+    np.testing.assert_allclose(Function([x], z)(value),
+                               value @ value - 2.0 * (value @ value) @ value, rtol=1e-10,
+                               atol=1e-9)
 
 
 def test_pipeline_on_a_training_step_keeps_the_numbers():

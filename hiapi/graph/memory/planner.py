@@ -6,8 +6,9 @@ block hold several smaller later tensors (pools keyed by size cannot), which is 
 plan near the lower bound. Placement is "greedy by size" (largest first, each at the best-
 fitting gap among the tensors whose lifetimes overlap it), as in TensorFlow Lite's planner.
 
-In place: an op that allows it (``Op.inplace``) writes into the storage of an input of the same
-shape and dtype whose last reader it is. Inputs, constants and Variables are not in the arena.
+In place: an op that allows it (``Op.inplace``, on the inputs ``Op.inplace_inputs`` names where
+set) writes into the storage of an input of the same shape and dtype whose last reader it is.
+Inputs, constants and Variables are not in the arena.
 """
 from dataclasses import dataclass, field
 
@@ -64,8 +65,8 @@ def _in_place(order, specs, intervals, base, nbytes):
             continue
         for inp in var.inputs:
             host = host_of.get(inp, inp)
-            if (inp in nbytes and base[inp] is inp and intervals[inp].end == i and
-                    specs[inp].shape == specs[var].shape and
+            if (_overwrites(var, inp) and inp in nbytes and base[inp] is inp and
+                    intervals[inp].end == i and specs[inp].shape == specs[var].shape and
                     specs[inp].dtype == specs[var].dtype and
                     all(base[other] is not inp or other is inp for other in var.inputs)):
                 shares[var] = host
@@ -73,6 +74,11 @@ def _in_place(order, specs, intervals, base, nbytes):
                 intervals[host] = Interval(intervals[host].start, intervals[var].end)
                 break
     return shares
+
+
+def _overwrites(var, inp):
+    """``var``'s op may write over every input position that reads ``inp``."""
+    return all(var.op.may_overwrite(k) for k, other in enumerate(var.inputs) if other is inp)
 
 
 def _place(owners, nbytes, intervals):

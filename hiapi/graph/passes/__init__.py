@@ -2,12 +2,13 @@
 (``HIAPI_PASSES=none``, ``HIAPI_PASSES=-fusion,-cse`` or ``hiapi.config.set_passes(...)``) so a
 wrong result can be bisected to a pass."""
 from hiapi import config
-from hiapi.graph.passes import constant_folding, cse, dead_code, fusion, simplify
+from hiapi.graph.passes import (constant_folding, cse, dead_code, fusion, gemm_accumulate,
+                                simplify)
 from hiapi.graph.passes.rewrite import count_ops
 
 PIPELINE = (("dead_code", dead_code.run), ("cse", cse.run),
             ("constant_folding", constant_folding.run), ("simplify", simplify.run),
-            ("fusion", fusion.run))
+            ("gemm_accumulate", gemm_accumulate.run), ("fusion", fusion.run))
 NAMES = tuple(name for name, _ in PIPELINE)
 
 
