@@ -1,33 +1,41 @@
 """What ``fit()`` costs on top of the training steps themselves (the trainer's overhead).
 
-    python benchmarks/fit_overhead.py [--epochs 5] [--backend numpy] [--model mlp|convnet]
-                                      [--samples 60000]
+    python benchmarks/fit_overhead.py [--epochs 5] [--rounds 2] [--backend numpy]
+                                      [--model mlp|convnet] [--samples 60000]
+                                      [--variants gather,loop,fit,fit_inline,fit_bar]
 
 By default the main job's model and data (MLP 512 on the bundled MNIST, batch 128, SGD with
 momentum, 469 steps per epoch): small steps, so per-batch Python work shows most; ``--model
-convnet`` takes the Keras MNIST convnet instead. Variants, interleaved epoch by epoch on the
-same model:
+convnet`` takes the Keras MNIST convnet instead. Variants, each run for ``--epochs`` epochs in a
+row, interleaved round by round on the same model:
 
-    gather   the compiled step alone on batches gathered as ``fit`` gathers them (``np.take``
-             of a shuffled epoch's rows into reused buffers), nothing else: the floor of any
-             trainer that shuffles rows, since the gather reads scattered rows from memory
-    loop     ``model.train_on_batch(xb, yb)`` over pre-sliced batches: a hand-written loop
-    fit      ``model.fit(x, y, epochs=1, batch_size=128, verbose=0)``: shuffling, slicing,
-             metrics, callbacks, the NaN check
-    fit_bar  the same with ``verbose=1`` (the tqdm progress bar, output discarded)
+    gather      the compiled step alone on batches gathered as ``fit`` gathers them without
+                prefetching (``np.take`` of a shuffled epoch's rows into reused buffers),
+                nothing else: the floor of a trainer that shuffles rows on the training thread
+    loop        ``model.train_on_batch(xb, yb)`` over pre-sliced batches: a hand-written loop
+    fit         ``model.fit(x, y, epochs=E, batch_size=128, verbose=0)``, called once for the
+                E epochs, as a user calls it: shuffling, gathering (the next batch prefetched
+                on a thread while the step runs, where ``models/prefetch.py`` decides it pays),
+                metrics, callbacks, and the NaN check of the data once per call
+    fit_inline  the same with prefetching switched off (``prefetch.ENABLED = False``): every
+                batch gathered on the training thread between steps
+    fit_bar     ``fit`` with ``verbose=1`` (the tqdm progress bar, output discarded)
 
-The compiled train step is wrapped in a timer, so each epoch splits into time inside the step
+The compiled train step is wrapped in a timer, so each run splits into time inside the step
 (the executor and kernels, the same work in every variant) and time outside it (the trainer's
-Python work per batch). On a shared machine the step time varies by tens of percent from epoch
-to epoch, far more than the overhead being measured, so the overhead is the ratio of the two
-parts of the *same* epochs (``overhead = outside / inside``), not a difference between runs.
-One JSON line with, per variant, seconds per epoch (median) and the overhead (median).
+Python work per batch, and per call). On a shared machine the step time varies by tens of
+percent from epoch to epoch, far more than the overhead being measured, so the overhead is the
+ratio of the two parts of the *same* run (``overhead = outside / inside``), not a difference
+between runs. A batch gathered on the prefetch thread while a step runs costs nothing outside
+the step; if it slowed the step down instead, the step's own time shows it: ``*_step_s_per_epoch``
+is the time inside the steps per epoch, to compare between ``fit`` and ``fit_inline``.
+One JSON line with, per variant, seconds per epoch and the overhead (medians over rounds).
 
 A busy machine stretches the wall-clock parts unevenly (a preempted step is "inside", a
 preempted gather "outside"), so the same split is also reported in process CPU time
-(``cpu_overhead``: CPU outside the steps over CPU inside them, all threads; the batch that
-``fit`` gathers on its prefetch thread while a step runs counts as inside) together with the
-CPU seconds per epoch, which compare the variants' total work directly.
+(``cpu_overhead``: CPU outside the steps over CPU inside them, all threads; the prefetch
+thread's CPU counts where it falls, mostly inside) together with the CPU seconds per epoch,
+which compare the variants' total work directly.
 """
 import argparse
 import contextlib
@@ -58,10 +66,13 @@ class TimedStep:
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=5, help="epochs per variant and round")
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--backend", default=os.environ.get("HIAPI_BACKEND", "numpy"))
     parser.add_argument("--model", choices=("mlp", "convnet"), default="mlp")
     parser.add_argument("--samples", type=int, default=60000)
+    parser.add_argument("--variants", default="gather,loop,fit,fit_inline,fit_bar",
+                        help="comma-separated subset to run")
     args = parser.parse_args()
     os.environ["HIAPI_BACKEND"] = args.backend
     import hiapi
@@ -91,33 +102,40 @@ def main():
     steps = {key: TimedStep(f) for key, f in model._step_functions.items() if key[0] == "train"}
     model._step_functions.update(steps)
 
-    from hiapi.models import data
+    from hiapi.models import data, prefetch
     labels = model._compiled_targets.prepare_labels([y])[0]
     gatherer, shuffles = data.BatchGatherer([x, labels]), np.random.default_rng(1)
 
     def gather():
-        order = shuffles.permutation(len(x))
-        for i in range(0, len(x), batch):
-            xb, yb = gatherer.take(order[i:i + batch])
-            model._step("train", [xb], [yb])(xb, yb, *model.optimizer.step_values())
+        for _ in range(args.epochs):
+            order = shuffles.permutation(len(x))
+            for i in range(0, len(x), batch):
+                xb, yb = gatherer.take(order[i:i + batch])
+                model._step("train", [xb], [yb])(xb, yb, *model.optimizer.step_values())
 
     def loop():
-        for xb, yb in batches:
-            model.train_on_batch(xb, yb)
+        for _ in range(args.epochs):
+            for xb, yb in batches:
+                model.train_on_batch(xb, yb)
 
-    def fit(verbose):
+    def fit(verbose, prefetching=True):
         def run():
-            with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
-                    contextlib.redirect_stderr(sink):
-                model.fit(x, y, epochs=1, batch_size=batch, verbose=verbose)
+            prefetch.ENABLED = prefetching
+            try:
+                with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
+                        contextlib.redirect_stderr(sink):
+                    model.fit(x, y, epochs=args.epochs, batch_size=batch, verbose=verbose)
+            finally:
+                prefetch.ENABLED = True
         return run
 
-    variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_bar": fit(1)}
-    seconds = {name: [] for name in variants}
-    overheads = {name: [] for name in variants}
-    cpu_seconds = {name: [] for name in variants}
-    cpu_overheads = {name: [] for name in variants}
-    for _ in range(args.epochs):
+    variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_inline": fit(0, False),
+                "fit_bar": fit(1)}
+    variants = {name: variants[name] for name in args.variants.split(",")}
+    measures = ("s_per_epoch", "step_s_per_epoch", "overhead", "cpu_s_per_epoch",
+                "cpu_overhead")
+    results = {name: {measure: [] for measure in measures} for name in variants}
+    for _ in range(args.rounds):
         for name, run in variants.items():
             for step in steps.values():
                 step.seconds = step.cpu_seconds = 0.0
@@ -126,18 +144,16 @@ def main():
             total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             inside = sum(step.seconds for step in steps.values())
             cpu_inside = sum(step.cpu_seconds for step in steps.values())
-            seconds[name].append(total)
-            overheads[name].append((total - inside) / inside)
-            cpu_seconds[name].append(cpu)
-            cpu_overheads[name].append((cpu - cpu_inside) / cpu_inside)
+            for measure, value in zip(measures, (
+                    total / args.epochs, inside / args.epochs, (total - inside) / inside,
+                    cpu / args.epochs, (cpu - cpu_inside) / cpu_inside)):
+                results[name][measure].append(value)
     line = {"benchmark": "fit_overhead", "model": args.model, "backend": args.backend,
-            "steps_per_epoch": len(batches),
-            "epochs_each": args.epochs}
+            "steps_per_epoch": len(batches), "epochs_each": args.epochs, "rounds": args.rounds}
     for name in variants:
-        line[f"{name}_s_per_epoch"] = round(float(np.median(seconds[name])), 3)
-        line[f"{name}_overhead"] = round(float(np.median(overheads[name])), 4)
-        line[f"{name}_cpu_s_per_epoch"] = round(float(np.median(cpu_seconds[name])), 3)
-        line[f"{name}_cpu_overhead"] = round(float(np.median(cpu_overheads[name])), 4)
+        for measure in measures:
+            line[f"{name}_{measure}"] = round(float(np.median(results[name][measure])),
+                                              4 if "overhead" in measure else 3)
     line["load_average"] = round(os.getloadavg()[0], 2)
     print(json.dumps(line))
 

@@ -6,6 +6,7 @@ logged values (``compile_utils.CompiledTargets``), which go to the callbacks and
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Callable, Literal, Mapping, Sequence
 
@@ -240,21 +241,24 @@ class Trainer:
             done = skip
             rng = _random.epoch_generator(epoch, _random.model_shuffle_seed(self)) \
                 if shuffle else None
-            for step, (feed, local_n, global_n) in enumerate(train_data.epoch(rng, skip), skip):
-                begin_batch(step)
-                step_values = next_step_values()
-                results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
-                loss = compiled.record(results, local_n)
-                # logs built only when a callback reads them (Callback.reads_batch_logs)
-                end_batch(step, compiled.logs() if logs_wanted(step) else {})
-                done = step + 1
-                if not math.isfinite(loss) and not self.stop_training:
-                    raise FloatingPointError(
-                        f"Model {self.name!r}: the loss became {loss} at epoch {epoch + 1}, "
-                        f"batch {step}; training diverged (lower the learning rate, or check "
-                        f"the data and the loss; TerminateOnNaN stops without an error)")
-                if self.stop_training:
-                    break
+            # closed however the epoch ends (a break, an error, Ctrl-C): a prefetching
+            # adapter's thread stops with it (models/prefetch.py)
+            with contextlib.closing(train_data.epoch(rng, skip)) as batches:
+                for step, (feed, local_n, global_n) in enumerate(batches, skip):
+                    begin_batch(step)
+                    step_values = next_step_values()
+                    results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
+                    loss = compiled.record(results, local_n)
+                    # logs built only when a callback reads them (Callback.reads_batch_logs)
+                    end_batch(step, compiled.logs() if logs_wanted(step) else {})
+                    done = step + 1
+                    if not math.isfinite(loss) and not self.stop_training:
+                        raise FloatingPointError(
+                            f"Model {self.name!r}: the loss became {loss} at epoch {epoch + 1}, "
+                            f"batch {step}; training diverged (lower the learning rate, or check "
+                            f"the data and the loss; TerminateOnNaN stops without an error)")
+                    if self.stop_training:
+                        break
             train_data.on_epoch_end()
             ran_out = train_data.ran_short(done, done - skip)
             if ran_out:

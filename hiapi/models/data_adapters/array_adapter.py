@@ -1,5 +1,5 @@
 """Numpy arrays (or lists/dicts of them): batches sliced from data held in memory."""
-from hiapi.models import data
+from hiapi.models import data, prefetch
 from hiapi.models.data_adapters.base import DataAdapter
 
 
@@ -15,7 +15,9 @@ class ArrayAdapter(DataAdapter):
             raise ValueError(f"{what}: {source} is empty (0 samples); there is nothing to "
                              f"run on")
         self.first, self.batch_size, self.plan, self.what = arrays, batch_size, plan, what
-        self.gather = data.BatchGatherer(xs + ys + weights)
+        self.arrays = xs + ys + weights
+        self.gather = data.BatchGatherer(self.arrays)
+        self.second_gather = None       # the other buffer set, once batches are prefetched
         total = len(plan.batches(self.n, batch_size, False, None))
         self.steps = total if steps is None else min(total, int(steps))
         plan.agree(what, samples=self.n, steps=self.steps)
@@ -24,6 +26,17 @@ class ArrayAdapter(DataAdapter):
                              f"{plan.size} workers; each needs at least one")
 
     def epoch(self, rng=None, skip=0):
-        batches = self.plan.batches(self.n, self.batch_size, rng is not None, rng)
-        for index, local_n, global_n in batches[skip:self.steps]:
-            yield self.gather.take(index), local_n, global_n
+        batches = self.plan.batches(self.n, self.batch_size, rng is not None, rng)[
+            skip:self.steps]
+        indices = [index for index, _, _ in batches]
+        if prefetch.wanted(self.arrays, indices):     # the next batch copied during the step
+            if self.second_gather is None:
+                self.second_gather = data.BatchGatherer(self.arrays)
+            feeds = prefetch.batches([self.gather, self.second_gather], indices)
+        else:
+            feeds = map(self.gather.take, indices)
+        try:
+            for feed, (_, local_n, global_n) in zip(feeds, batches):
+                yield feed, local_n, global_n
+        finally:                  # an epoch stopped early stops its prefetch thread now
+            getattr(feeds, "close", lambda: None)()

@@ -1,0 +1,82 @@
+"""Gathering the next shuffled batch on a background thread while the current step runs.
+
+Why: a shuffled batch is copied row by row from all over the training data (``np.take`` into
+reused buffers, ``data.BatchGatherer``). For MNIST's 128 rows of 3 KB that is 70-80 us with the
+caches cold, about 3 % of the small MLP's step, and it ran on the training thread between two
+steps while the second core sat idle in the step's single-threaded parts. ``np.take`` releases
+the GIL, so a second thread can copy batch k+1 while step k runs, as tf.data's prefetch and
+torch's DataLoader do; the training thread then only picks the finished batch up.
+
+Same batches, same order: batch k+1 is gathered from the same indices into the other of two
+buffer sets (step k reads one while the next is written into the other). As without
+prefetching, a batch is valid until the next one is asked for: only then is the batch after
+that started into its buffers.
+
+When it runs (``wanted``): shuffled batches only (in-order batches are views, nothing is
+copied), when this process may run at least two threads now (``threads.active_threads()``,
+asked again before every batch: one means one core, e.g. a rank of several on a node,
+``HIAPI_NUM_THREADS=1``, or the thread tuner backing off under load, where a thread that must
+wait for a core costs more than it saves) and when a batch is large enough that the hand-off between threads (tens of
+microseconds) is worth it (``MIN_BYTES``). ``ENABLED = False`` switches it off (the benchmark
+compares both).
+
+Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
+ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in the step:
+``fit`` closes the epoch's generator), so no thread writes a buffer after its epoch.
+"""
+import queue
+import threading
+
+from hiapi import threads
+
+ENABLED = True
+MIN_BYTES = 64 * 1024      # smaller batches copy faster than two threads hand over
+
+
+def wanted(arrays, indices):
+    """Whether prefetching pays for batches of ``arrays`` at ``indices`` (index arrays or
+    slices, one per batch)."""
+    if not ENABLED or len(indices) < 2 or isinstance(indices[0], slice):
+        return False
+    row_bytes = sum(a.itemsize * (a.size // len(a)) for a in arrays if len(a))
+    return row_bytes * len(indices[0]) >= MIN_BYTES and threads.active_threads() >= 2
+
+
+def batches(gatherers, indices):
+    """Yield ``gatherers[k % 2].take(indices[k])`` for every k, batch k+1 gathered on a
+    background thread while batch k is in use. ``gatherers`` are two ``BatchGatherer`` over
+    the same arrays (their own buffers)."""
+    jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
+    worker = threading.Thread(target=_work, args=(jobs, results), daemon=True,
+                              name="hiapi-batch-prefetch")
+    worker.start()
+    try:
+        batch = gatherers[0].take(indices[0])
+        for k in range(len(indices)):
+            following = k + 1 < len(indices)
+            # asked at every step: the thread tuner may move to one thread mid-epoch
+            ahead = following and threads.active_threads() >= 2
+            if ahead:
+                jobs.put((gatherers[(k + 1) % 2].take, indices[k + 1]))
+            yield batch
+            if ahead:
+                batch, error = results.get()
+                if error is not None:
+                    raise error
+            elif following:
+                batch = gatherers[(k + 1) % 2].take(indices[k + 1])
+    finally:
+        jobs.put(None)
+        worker.join()          # the gather in flight, if any, finishes first
+
+
+def _work(jobs, results):
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        take, index = job
+        try:
+            results.put((take(index), None))
+        except BaseException as error:        # handed to the training thread, raised there
+            results.put((None, error))

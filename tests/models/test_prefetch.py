@@ -1,0 +1,158 @@
+"""Prefetching shuffled batches on a thread (models/prefetch.py): the same batches in the same
+order, no thread left behind however an epoch ends, and only where it can pay."""
+import threading
+
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi.models import data, prefetch
+
+
+def _prefetch_threads():
+    return [t for t in threading.enumerate() if t.name == "hiapi-batch-prefetch"]
+
+
+@pytest.fixture
+def prefetching(monkeypatch):
+    """Prefetch even the tests' small batches, on any machine."""
+    monkeypatch.setattr(prefetch, "MIN_BYTES", 0)
+    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    calls = []
+    original = prefetch.batches
+    monkeypatch.setattr(prefetch, "batches", lambda *a: calls.append(1) or original(*a))
+    return calls
+
+
+def _model_and_data(seed=5):
+    hiapi.utils.set_random_seed(seed)
+    model = hiapi.Sequential([hiapi.Input(shape=(6,)), hiapi.layers.Dense(8, activation="relu"),
+                              hiapi.layers.Dense(3)])
+    model.compile(optimizer=hiapi.optimizers.SGD(0.05, momentum=0.9),
+                  loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(70, 6)).astype(np.float32)
+    return model, x, (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0)
+
+
+def _train(callbacks=(), **kwargs):
+    model, x, y = _model_and_data()
+    history = model.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=list(callbacks),
+                        **kwargs)
+    return history.history, [w.copy() for w in model.get_weights()]
+
+
+def test_batches_are_the_gatherers_batches_in_order():
+    arrays = [np.arange(40.0).reshape(20, 2), np.arange(20)]
+    indices = [np.random.default_rng(1).permutation(20)[i:i + 6] for i in range(0, 20, 6)]
+    expected = [[a[i] for a in arrays] for i in indices]
+    gatherers = [data.BatchGatherer(arrays), data.BatchGatherer(arrays)]
+    seen = []
+    for k, batch in enumerate(prefetch.batches(gatherers, indices)):
+        assert all(np.shares_memory(b, buf) for b, buf in zip(batch, gatherers[k % 2].buffers))
+        seen.append([b.copy() for b in batch])
+    for got, want in zip(seen, expected, strict=True):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    assert not _prefetch_threads()
+
+
+def test_fit_with_prefetching_is_bit_identical(prefetching):
+    with_prefetch = _train()
+    assert prefetching                                   # the prefetching path ran
+    prefetch.ENABLED = False
+    try:
+        calls = len(prefetching)
+        without = _train()
+        assert len(prefetching) == calls                 # and here it did not
+    finally:
+        prefetch.ENABLED = True
+    assert with_prefetch[0] == without[0]                # History, bit for bit
+    for a, b in zip(with_prefetch[1], without[1]):
+        np.testing.assert_array_equal(a, b)
+    assert not _prefetch_threads()
+
+
+class _StopAt(hiapi.callbacks.Callback):
+    def __init__(self, batch, action):
+        super().__init__()
+        self.batch, self.action = batch, action
+
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == self.batch:
+            if self.action == "stop":
+                self.model.stop_training = True
+            else:
+                raise self.action
+
+
+def test_early_stop_ends_the_thread(prefetching):
+    history, _ = _train([_StopAt(1, "stop")])
+    assert prefetching and len(history["loss"]) == 1
+    assert not _prefetch_threads()
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_an_error_in_the_loop_ends_the_thread(prefetching, error):
+    with pytest.raises(type(error)) as raised:
+        _train([_StopAt(2, error)])
+    assert prefetching
+    # the traceback still holds fit's frame; the thread must be gone all the same
+    assert raised.value is error and not _prefetch_threads()
+
+
+def test_an_error_while_gathering_is_raised_on_the_training_thread():
+    class Failing(data.BatchGatherer):
+        def take(self, index):
+            if index[0] == 99:
+                raise MemoryError("no room for the batch")
+            return super().take(index)
+
+    arrays = [np.arange(100.0).reshape(100, 1)]
+    indices = [np.array([1, 2]), np.array([99, 3]), np.array([4, 5])]
+    batches = prefetch.batches([Failing(arrays), Failing(arrays)], indices)
+    next(batches)
+    with pytest.raises(MemoryError, match="no room"):
+        next(batches)
+    assert not _prefetch_threads()
+
+
+def test_prefetching_only_where_it_can_pay(monkeypatch):
+    rows = [np.zeros((1000, 784), np.float32), np.zeros(1000, np.int64)]
+    shuffled = [np.arange(128), np.arange(128, 256)]
+    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    assert prefetch.wanted(rows, shuffled)
+    assert not prefetch.wanted(rows, [slice(0, 128), slice(128, 256)])    # views, no copy
+    assert not prefetch.wanted(rows, shuffled[:1])                        # one batch
+    assert not prefetch.wanted([r[:, :4] if r.ndim == 2 else r for r in rows], shuffled)
+    monkeypatch.setattr(prefetch, "ENABLED", False)
+    assert not prefetch.wanted(rows, shuffled)
+    monkeypatch.setattr(prefetch, "ENABLED", True)
+    # one thread for this process (a rank of several on a node, HIAPI_NUM_THREADS=1, or the
+    # thread tuner backing off under load): the gather stays on the training thread
+    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 1)
+    assert not prefetch.wanted(rows, shuffled)
+
+
+def test_one_thread_mid_epoch_gathers_on_the_training_thread(monkeypatch):
+    """The thread tuner may settle on one thread during an epoch: from the next batch on, the
+    batches are gathered inline, the same batches in the same order."""
+    counts = iter([2, 2, 1, 1, 2])              # asked before batches 1..5 are started
+    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: next(counts))
+    where = []
+
+    class Recording(data.BatchGatherer):
+        def take(self, index):
+            where.append(threading.current_thread().name)
+            return super().take(index)
+
+    arrays = [np.arange(60.0).reshape(30, 2)]
+    indices = [np.random.default_rng(2).permutation(30)[i:i + 5] for i in range(0, 30, 5)]
+    got = [b[0].copy() for b in prefetch.batches([Recording(arrays), Recording(arrays)],
+                                                 indices)]
+    for g, i in zip(got, indices, strict=True):
+        np.testing.assert_array_equal(g, arrays[0][i])
+    main, helper = threading.current_thread().name, "hiapi-batch-prefetch"
+    assert where == [main, helper, helper, main, main, helper]
+    assert not _prefetch_threads()
