@@ -11,11 +11,12 @@ rank's copy is mapped in every process. One call is:
    the caller may overwrite it).
 
 Nothing is copied in or out and no message is sent. Memory traffic per rank for an n-byte
-array: it reads n (its slice of P copies) and writes n (its slice into P copies), 2n in all.
-MPICH's shared-memory allreduce (reduce-scatter + allgather through copy-in/copy-out cells)
-moves each of its 2(P-1)/P n bytes of messages twice, once into the shared cell and once out,
-and adds the reduction, about 5n on 2 ranks; ``shared_memory`` (copy in, sum, copy out) about
-4.5n. Two fences (``FlagFence``) per call, whatever the size: no chunks, since the array is
+array, bytes read plus bytes written (counted, not measured: this VM has no hardware
+counters): it reads n (its slice of P copies) and writes n (its slice into P copies), 2n in
+all. MPICH's shared-memory allreduce (reduce-scatter + allgather through copy-in/copy-out
+cells) copies each of its 2(P-1)/P n bytes of messages twice, into the shared cell and out,
+and reads two and writes one for each of its (P-1)/P n reduced bytes: 11(P-1)/P n, 5.5n on 2
+ranks and 8.25n on 4; ``shared_memory`` (copy in, sum a slice, copy out) (5 + 1/P) n. Two fences (``FlagFence``) per call, whatever the size: no chunks, since the array is
 already in the window and its own length.
 
 An array not in shared memory (a caller's own) is copied into a shared scratch array, reduced
@@ -36,8 +37,9 @@ from hiapi.distribute.algorithms.shared_window import node_communicator
 from hiapi.distribute.algorithms.window_arrays import WindowArrays
 from hiapi.distribute.ring import segment_bounds
 
-# the running total of a block and the block of one addend: inside a 1 MB L2 (2 ranks on this
-# machine: 256 KB blocks took 0.88x the time of whole 8 MB slices at 16 MB)
+# the running total of a block and the block of one addend: inside a 1 MB L2. At 16 MB on 2
+# ranks, blocks of 64 KB / 256 KB / 1 MB / a whole 8 MB slice took 0.34 / 0.23 / 0.27 / 0.30x
+# native's time (one loaded run each): within the noise, so the cache-sized choice is kept
 BLOCK_BYTES = 256 << 10
 
 
