@@ -1,4 +1,5 @@
-"""Convolution chunks on the thread budget, each with a single-threaded GEMM.
+"""Work split into pieces on the thread budget, each piece with single-threaded BLAS: the
+convolution forward's chunks, and the fixed bands of every GEMM (``backends/gemm.py``).
 
 The im2col convolution works a few images at a time (``numpy_backend/im2col.py``). Handing
 each chunk's GEMM to a 2-thread BLAS splits a small product (a few hundred microseconds) in
@@ -33,7 +34,10 @@ class ChunkWorkers:
         self._pool = None
         self._pid = None
         self._blas = None
-        self._busy = threading.Lock()   # one parallel convolution at a time; others run serial
+        self._busy = threading.Lock()   # one parallel job at a time; others (nested) run serial
+        self._single = threading.Lock()
+        self._single_depth = 0
+        self._saved = []
 
     def count(self, tasks, capacity):
         """Workers for ``tasks`` chunks with scratch for ``capacity``: the threads the pools run
@@ -53,20 +57,36 @@ class ChunkWorkers:
     def _run(self, tasks, job, workers):
         pool = self._executor(workers - 1)
         counter = itertools.count()
-        blas = self._blas_libraries()
-        saved = [lib.num_threads for lib in blas]
-        for lib in blas:
-            lib.set_num_threads(1)
+        self.single_threaded_blas_begin()
         futures = [pool.submit(_drain, tasks, counter, job, slot) for slot in range(1, workers)]
         try:
             _drain(tasks, counter, job, 0)
         finally:
             for future in futures:
                 future.exception()          # every worker done before BLAS gets its threads back
-            for lib, n in zip(blas, saved):
-                lib.set_num_threads(n)
+            self.single_threaded_blas_end()
         for future in futures:
             future.result()                 # a worker's exception, raised here
+
+    def single_threaded_blas_begin(self):
+        """BLAS at one thread until the matching ``single_threaded_blas_end``; nests, and is
+        safe from several threads (the count goes back when the last one ends). ~1 us."""
+        with self._single:
+            self._single_depth += 1
+            if self._single_depth == 1:
+                blas = self._blas_libraries()
+                self._saved = [lib.num_threads for lib in blas]
+                for lib, n in zip(blas, self._saved):
+                    if n != 1:
+                        lib.set_num_threads(1)
+
+    def single_threaded_blas_end(self):
+        with self._single:
+            self._single_depth -= 1
+            if self._single_depth == 0:
+                for lib, n in zip(self._blas_libraries(), self._saved):
+                    if n != 1:
+                        lib.set_num_threads(n)
 
     def _executor(self, size):
         # a forked child inherits the pool but not its threads: it starts its own

@@ -91,7 +91,7 @@ def report():
     lines.append("fit's thread tuner: " + (
         f"on (fit times steps with 1 to {budget.threads} threads and keeps the fastest)"
         if hiapi.threads.adaptive() else
-        "off (count fixed by the user, MPI ranks, one CPU, or a seeded run)"))
+        "off (count fixed by the user, MPI ranks, or one CPU)"))
     lines.append("OpenBLAS idle threads: " + ("sleep after each call" if
                  hiapi.threads.busy_wait_stopped() else "as configured by the BLAS "
                  f"(OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT', 'unset')})"))

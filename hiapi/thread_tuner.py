@@ -11,11 +11,12 @@ chosen, the end of the load changes no step time), at once when the step time do
 halves (the load changed). A count whose first timed step is twice as slow as the current choice is
 dropped from that probe at once: probing must not cost more than it can win.
 
-It only runs when hiapi chose the budget. A count fixed by the user (``HIAPI_NUM_THREADS``,
-``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept, and so is the full budget after
-``hiapi.utils.set_random_seed`` or for a model resumed from a seeded run: OpenBLAS splits a
-GEMM differently for different thread counts, so the last bits of the results, and a seeded
-run's weights, would depend on the timing.
+It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM_THREADS``,
+``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept. It runs in seeded scripts too
+(``hiapi.utils.set_random_seed``, what almost every Keras script calls): the thread count
+changes no bit of the results, because every matrix product is cut in bands fixed by its
+shape, each a single-threaded BLAS call (``backends/gemm.py``; OpenBLAS's own threads would
+split it differently for 1 and 2 threads, and a seeded run's weights would follow the timing).
 """
 import time
 from collections import deque
@@ -42,14 +43,6 @@ def candidates(budget):
     return counts + [1]
 
 
-def _seeded(model):
-    """Whether this model's batch order comes from a seed the user set (a model loaded from a
-    seeded run keeps its seed), i.e. the user expects bit-identical weights."""
-    from hiapi import random
-    seed = getattr(model, "_shuffle_seed", None)
-    return seed is not None and seed != random.shuffle_seed()
-
-
 class ThreadTuner(Callback):
     """Times train steps with each candidate thread count and keeps the fastest."""
 
@@ -59,7 +52,7 @@ class ThreadTuner(Callback):
         self.probes = 0
 
     def on_train_begin(self, logs=None):
-        self.active = threads.adaptive() and not _seeded(self.model)
+        self.active = threads.adaptive()
         if not self.active:        # back to the full budget, whatever an earlier fit chose
             threads.use(threads.budget().threads)
             return

@@ -220,8 +220,6 @@ def apply():
             _applied["no_spin"] = _stop_openblas_spinning(lib)
         _applied["threads"] = chosen.threads
         _applied.pop("active", None)
-        if "hiapi.random" in sys.modules and "seed_at_import" not in _applied:
-            _applied["seed_at_import"] = sys.modules["hiapi.random"].shuffle_seed()
     use(chosen.threads)
     return chosen
 
@@ -252,16 +250,14 @@ def active_threads():
 
 def adaptive():
     """Whether fit may run fewer threads than the budget when that is faster (see
-    ``hiapi.thread_tuner``): only for a budget hiapi chose, in a single process, in an unseeded
-    run (thread counts change a GEMM's last bits, so a seeded run must not depend on timing)."""
+    ``hiapi.thread_tuner``): for a budget hiapi chose, in a single process. Seeded runs too:
+    every matrix product is cut in bands fixed by its shape (``backends/gemm.py``), so the
+    thread count changes no bit of the weights."""
     chosen = budget()
     if chosen.threads <= 1 or chosen.source in OVERRIDES + ("OMP_NUM_THREADS",):
         return False
-    if chosen.ranks_per_node > 1 or any(os.environ.get(n, "1") not in ("", "1", "0")
-                                        for n in WORLD_SIZE_VARS):
-        return False
-    random = sys.modules.get("hiapi.random")
-    return random is None or random.shuffle_seed() == _applied.get("seed_at_import")
+    return chosen.ranks_per_node <= 1 and not any(
+        os.environ.get(n, "1") not in ("", "1", "0") for n in WORLD_SIZE_VARS)
 
 
 _tuner = None

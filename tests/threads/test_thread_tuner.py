@@ -1,5 +1,5 @@
 """fit's thread tuner: times steps with each candidate thread count, keeps the fastest, looks
-again later, and stays off where the user fixed the count or asked for repeatable runs."""
+again later, stays off where the user fixed the count, and runs in seeded scripts too."""
 import numpy as np
 import pytest
 
@@ -79,14 +79,15 @@ def test_inactive_when_not_adaptive(machine, monkeypatch):
     assert set(machine.used) == {4} and tuner.choice is None
 
 
-def test_a_seeded_fit_after_a_tuned_one_runs_with_the_full_budget(machine, monkeypatch):
+def test_a_fit_with_the_count_fixed_after_a_tuned_one_runs_with_the_full_budget(machine,
+                                                                             monkeypatch):
     tuner = ThreadTuner()
     tuner.set_model(None)
     tuner.on_train_begin()
     machine.run(tuner, 100)
     tuner.on_train_end()
     assert machine.current == 1
-    monkeypatch.setattr(threads, "adaptive", lambda: False)     # e.g. set_random_seed since
+    monkeypatch.setattr(threads, "adaptive", lambda: False)     # e.g. OMP_NUM_THREADS since
     tuner.on_train_begin()
     assert machine.current == 4
 
@@ -97,8 +98,6 @@ def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
     for name in threads.WORLD_SIZE_VARS + threads.LOCAL_SIZE_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(threads, "_computed", threads.Budget(2, 2, 1, "affinity"))
-    seed = hiapi.random.shuffle_seed()
-    monkeypatch.setitem(threads._applied, "seed_at_import", seed)
     assert threads.adaptive()
     monkeypatch.setenv("HIAPI_NUM_THREADS", "2")
     assert not threads.adaptive()                       # the user fixed it
@@ -106,16 +105,16 @@ def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
     monkeypatch.setattr(threads, "_computed", threads.Budget(1, 2, 2, "affinity / 2 ranks"))
     assert not threads.adaptive()                       # one thread: nothing to choose
     monkeypatch.setattr(threads, "_computed", threads.Budget(2, 2, 1, "affinity"))
-    monkeypatch.setitem(threads._applied, "seed_at_import", seed + 1)
-    assert not threads.adaptive()                       # set_random_seed was called
+    monkeypatch.setattr(hiapi.random, "_shuffle_seed", hiapi.random.shuffle_seed() + 1)
+    assert threads.adaptive()               # set_random_seed was called: on all the same
 
 
-def test_off_for_a_model_whose_batch_order_was_seeded(machine):
+def test_on_for_a_model_whose_batch_order_was_seeded(machine):
     tuner = ThreadTuner()
     tuner.set_model(type("Resumed", (), {"_shuffle_seed": hiapi.random.shuffle_seed() + 1})())
     tuner.on_train_begin()
     machine.run(tuner, 200)
-    assert set(machine.used) == {4}
+    assert tuner.choice == 1 and set(machine.used) == {4, 2, 1}
 
 
 def test_fit_runs_with_the_tuner_and_ends_on_a_candidate():

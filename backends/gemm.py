@@ -1,0 +1,105 @@
+"""Matrix products whose bits do not depend on the thread count.
+
+Why: OpenBLAS splits a GEMM differently for 1 and 2 threads, and the last bit of some elements
+changes with the split (measured on this machine's OpenBLAS 0.3.31, SkylakeX kernels: in
+``(128x784) @ (784x512)``, the first Dense layer of ``examples/mnist_mlp.py``, 52,414 of the
+65,536 elements differ between 1 and 2 threads). A seeded run's weights would then depend on
+how many threads ran, so fit's thread tuner (``hiapi.thread_tuner``), which changes the count
+with the load, had to stay off in seeded runs: almost every Keras script.
+
+So hiapi splits the product itself, the way the convolution forward already does
+(``backends/chunk_workers.py``): the output is cut into bands of rows or of columns whose
+boundaries come from the shape alone (``band_plan``), every band is one single-threaded BLAS
+call, and hiapi's threads take the bands from a shared counter. Each output element is then
+computed by the same BLAS call whatever the number of threads that ran them, so 1 and 2
+threads give the same bits (tested, ``tests/backends/test_gemm.py``). Whether a band's
+elements equal those of the whole product does not matter, and is not always so: OpenBLAS's
+small-matrix kernels take over for bands like ``64x1024 @ 1024x10`` and sum in another order.
+
+The cost against OpenBLAS's own threads is that each band packs the other operand again:
+bands are therefore wide (``MIN_BAND`` rows or columns), their number a power of two (equal
+work on 2 or 4 threads), and a product too small to share (``MIN_SPLIT_FLOPS``) runs whole on
+the calling thread. Products with leading (batch) dimensions are split along the first one
+instead, each matrix whole.
+"""
+from functools import lru_cache
+
+import numpy as np
+
+from hiapi.backends.chunk_workers import workers
+
+MIN_BAND = 256              # rows or columns per band, at least (a multiple of 16: BLAS tiles)
+MAX_BANDS = 16
+MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
+
+
+def _power_of_two_at_most(n):
+    return 1 << (max(1, int(n)).bit_length() - 1)
+
+
+@lru_cache(maxsize=1024)
+def band_plan(m, n, k):
+    """How ``(m, k) @ (k, n)`` is cut: ``(axis, bounds)``, bands of output rows (axis 0) or
+    columns (axis 1) as (start, stop) pairs. From the shape only: never the thread count.
+    The longer side is cut, so the operand each band packs again is the smaller one."""
+    axis = 0 if m > n else 1
+    side = (m, n)[axis]
+    count = min(MAX_BANDS, side // MIN_BAND)
+    if 2 * m * n * k < 2 * MIN_SPLIT_FLOPS:       # not two bands of that much work
+        count = 1
+    count = _power_of_two_at_most(count)
+    size = -(-side // count)
+    size = -(-size // 16) * 16
+    return axis, tuple((start, min(start + size, side)) for start in range(0, side, size))
+
+
+@lru_cache(maxsize=1024)
+def batch_plan(out_shape, k):
+    """Groups of the first leading dimension of a batched product (each matrix is whole in
+    one group), as (start, stop) pairs; from the shape only."""
+    batch, (m, n) = out_shape[0], out_shape[-2:]
+    inner = int(np.prod(out_shape[1:-2], dtype=np.int64))
+    flops = 2 * inner * m * n * k
+    count = min(MAX_BANDS, batch, flops // MIN_SPLIT_FLOPS)
+    count = _power_of_two_at_most(count)
+    size = -(-batch // count)
+    return tuple((start, min(start + size, batch)) for start in range(0, batch, size))
+
+
+def _pieces(out, a, b):
+    """(a part, b part, out part) per piece of ``out = a @ b``."""
+    k = a.shape[-1]
+    if out.ndim == 2:
+        axis, bounds = band_plan(out.shape[0], out.shape[1], k)
+        if axis == 0:
+            return [(a[i:j], b, out[i:j]) for i, j in bounds]
+        return [(a, b[:, i:j], out[:, i:j]) for i, j in bounds]
+    # align the operands' leading dimensions with the output's (a view: leading ones)
+    a = a.reshape((1,) * (out.ndim - a.ndim) + a.shape)
+    b = b.reshape((1,) * (out.ndim - b.ndim) + b.shape)
+    return [(a if a.shape[0] == 1 else a[i:j], b if b.shape[0] == 1 else b[i:j], out[i:j])
+            for i, j in batch_plan(out.shape, k)]
+
+
+def _band(piece, slot):
+    a, b, out = piece
+    np.matmul(a, b, out=out)
+
+
+def matmul(out, a, b):
+    """``out[...] = a @ b`` (numpy's ``matmul``, leading dimensions broadcast), in fixed
+    pieces with single-threaded BLAS on the threads fit runs with now: the same bits on any
+    number of threads.
+
+        out = np.empty((128, 512), np.float32)
+        matmul(out, x, w)        # == x @ w, bit for bit the same on 1 or 2 threads
+    """
+    if out.size == 0:
+        np.matmul(a, b, out=out)
+        return
+    pieces = _pieces(out, a, b)
+    workers.single_threaded_blas_begin()
+    try:
+        workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
+    finally:
+        workers.single_threaded_blas_end()

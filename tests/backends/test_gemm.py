@@ -1,0 +1,137 @@
+"""Matrix products in fixed bands (``backends/gemm.py``): the bands come from the shape alone,
+the product equals numpy's, and 1 and 2 threads give the same bits, kernel by kernel and over
+whole seeded training runs on both CPU backends."""
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi import config, threads
+from hiapi.backends import chunk_workers, gemm
+
+
+@pytest.mark.parametrize("m, n, k", [(128, 512, 784), (784, 512, 128), (256, 1024, 1024),
+                                     (1000, 37, 300), (64, 10, 512), (3000, 3000, 4)])
+def test_bands_cover_the_longer_side_in_a_power_of_two_of_equal_pieces(m, n, k):
+    axis, bounds = gemm.band_plan(m, n, k)
+    side = (m, n)[axis]
+    assert side == max(m, n)
+    assert bounds[0][0] == 0 and bounds[-1][1] == side
+    assert all(stop == start for (_, stop), (start, _) in zip(bounds, bounds[1:]))
+    sizes = [stop - start for start, stop in bounds]
+    assert all(size % 16 == 0 for size in sizes[:-1]) and sizes[-1] <= sizes[0]
+    assert len(bounds) & (len(bounds) - 1) == 0 and len(bounds) <= gemm.MAX_BANDS
+    if 2 * m * n * k < 2 * gemm.MIN_SPLIT_FLOPS or side < 2 * gemm.MIN_BAND:
+        assert len(bounds) == 1                 # too small to share: whole, one thread
+
+
+def test_the_first_layer_of_the_mnist_mlp_is_shared():
+    assert len(gemm.band_plan(128, 512, 784)[1]) == 2
+    assert len(gemm.band_plan(784, 512, 128)[1]) == 2
+
+
+def _operands(rng, a_shape, b_shape, dtype=np.float32, transpose=""):
+    a = rng.standard_normal(a_shape[::-1] if "a" in transpose else a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape[::-1] if "b" in transpose else b_shape).astype(dtype)
+    return (a.T if "a" in transpose else a), (b.T if "b" in transpose else b)
+
+
+@pytest.mark.parametrize("a_shape, b_shape, transpose", [
+    ((128, 784), (784, 512), ""), ((784, 128), (128, 512), "a"), ((128, 512), (512, 784), "b"),
+    ((600, 300), (300, 20), ""), ((5, 3), (3, 4), ""),
+    ((4, 64, 300), (300, 600), ""), ((2, 1, 70, 300), (3, 300, 600), ""), ((0, 5), (5, 3), "")])
+def test_equals_numpys_matmul(a_shape, b_shape, transpose):
+    a, b = _operands(np.random.default_rng(0), a_shape, b_shape, transpose=transpose)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = np.empty(expected.shape, np.float32)
+    gemm.matmul(out, a, b)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_integers_too():
+    a = np.arange(600 * 300).reshape(600, 300) % 7
+    b = np.arange(300 * 520).reshape(300, 520) % 5
+    out = np.empty((600, 520), a.dtype)
+    gemm.matmul(out, a, b)
+    np.testing.assert_array_equal(out, a @ b)
+
+
+def _on(count, monkeypatch, calls):
+    monkeypatch.setattr(chunk_workers.threads, "active_threads", lambda: count)
+    real_run = chunk_workers.ChunkWorkers.run
+
+    def counting(self, tasks, job, workers):
+        calls.append(workers)
+        return real_run(self, tasks, job, workers)
+    monkeypatch.setattr(chunk_workers.ChunkWorkers, "run", counting)
+
+
+# the products of a Dense layer 784 -> 512 at batch 128: forward, input and kernel gradients
+MLP_PRODUCTS = [((128, 784), (784, 512), ""), ((128, 512), (512, 784), "b"),
+                ((784, 128), (128, 512), "a"), ((4, 128, 784), (784, 512), "")]
+
+
+@pytest.mark.parametrize("a_shape, b_shape, transpose", MLP_PRODUCTS)
+def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, monkeypatch):
+    a, b = _operands(np.random.default_rng(1), a_shape, b_shape, transpose=transpose)
+    results = []
+    for count in (1, 2):
+        calls = []
+        _on(count, monkeypatch, calls)
+        out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2],
+                                                                          b.shape[-1]), a.dtype)
+        gemm.matmul(out, a, b)
+        results.append(out)
+        assert calls == [count]                 # the second run did use two threads
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back():
+    blas = chunk_workers.workers._blas_libraries()
+    if not blas:
+        pytest.skip("no BLAS library that threadpoolctl controls")
+    before = [lib.num_threads for lib in blas]
+    seen = []
+    real = gemm._band
+    try:
+        gemm._band = lambda piece, slot: (seen.append(blas[0].num_threads), real(piece, slot))
+        out = np.empty((128, 512), np.float32)
+        gemm.matmul(out, *_operands(np.random.default_rng(2), (128, 784), (784, 512)))
+    finally:
+        gemm._band = real
+    assert seen and set(seen) == {1}
+    assert [lib.num_threads for lib in blas] == before
+
+
+def _train(backend, workload, count):
+    """Weights after three seeded steps with ``count`` threads."""
+    previous = hiapi.backends.get_backend().name
+    hiapi.backends.set_backend(backend)
+    config.set_num_threads(count)
+    try:
+        hiapi.utils.set_random_seed(7)
+        if workload == "mlp":      # examples/mnist_mlp.py's layers
+            inputs, body = (784,), [hiapi.layers.Dense(512, activation="relu")]
+        else:
+            inputs, body = (14, 14, 3), [hiapi.layers.Conv2D(32, 3, activation="relu"),
+                                         hiapi.layers.MaxPooling2D(), hiapi.layers.Flatten()]
+        model = hiapi.Sequential([hiapi.Input(inputs)] + body + [hiapi.layers.Dense(10)])
+        model.compile(optimizer=hiapi.optimizers.SGD(0.1, momentum=0.9),
+                      loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
+        rng = np.random.default_rng(0)
+        x = rng.random((384, *inputs)).astype(np.float32)
+        model.fit(x, rng.integers(0, 10, 384), batch_size=128, epochs=1, verbose=0)
+        return [w.copy() for w in model.get_weights()]
+    finally:
+        config.set_num_threads(None)
+        hiapi.backends.set_backend(previous)
+
+
+@pytest.mark.parametrize("workload", ["mlp", "convnet"])
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_seeded_training_gives_the_same_weights_on_one_and_two_threads(backend, workload):
+    if backend == "numba":
+        pytest.importorskip("numba", reason="the numba extra is not installed")
+    one, two = _train(backend, workload, 1), _train(backend, workload, 2)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
