@@ -45,26 +45,31 @@ class ChunkWorkers:
         return max(1, min(threads.active_threads(), tasks, capacity))
 
     def run(self, tasks, job, workers):
-        if workers <= 1 or len(tasks) <= 1 or not self._busy.acquire(blocking=False):
-            for task in tasks:
-                job(task, 0)
-            return
+        """Every job with single-threaded BLAS, on one thread or several: so a job's BLAS calls
+        are the same whatever ``workers`` is (OpenBLAS's own threads would split them
+        differently, and change their last bits)."""
+        self.single_threaded_blas_begin()
         try:
-            self._run(tasks, job, min(workers, len(tasks)))
+            if workers <= 1 or len(tasks) <= 1 or not self._busy.acquire(blocking=False):
+                for task in tasks:
+                    job(task, 0)
+                return
+            try:
+                self._run(tasks, job, min(workers, len(tasks)))
+            finally:
+                self._busy.release()
         finally:
-            self._busy.release()
+            self.single_threaded_blas_end()
 
     def _run(self, tasks, job, workers):
         pool = self._executor(workers - 1)
         counter = itertools.count()
-        self.single_threaded_blas_begin()
         futures = [pool.submit(_drain, tasks, counter, job, slot) for slot in range(1, workers)]
         try:
             _drain(tasks, counter, job, 0)
         finally:
             for future in futures:
                 future.exception()          # every worker done before BLAS gets its threads back
-            self.single_threaded_blas_end()
         for future in futures:
             future.result()                 # a worker's exception, raised here
 

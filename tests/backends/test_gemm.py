@@ -113,6 +113,7 @@ def _train(backend, workload, count):
             inputs, body = (784,), [hiapi.layers.Dense(512, activation="relu")]
         else:
             inputs, body = (14, 14, 3), [hiapi.layers.Conv2D(32, 3, activation="relu"),
+                                         hiapi.layers.Conv2D(32, 3, activation="relu"),  # Winograd
                                          hiapi.layers.MaxPooling2D(), hiapi.layers.Flatten()]
         model = hiapi.Sequential([hiapi.Input(inputs)] + body + [hiapi.layers.Dense(10)])
         model.compile(optimizer=hiapi.optimizers.SGD(0.1, momentum=0.9),
