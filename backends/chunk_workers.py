@@ -1,5 +1,5 @@
 """Work split into pieces on the thread budget, each piece with single-threaded BLAS: the
-convolution forward's chunks, and the fixed bands of every GEMM (``backends/gemm.py``).
+convolution forward's chunks, and the fixed bands of every GEMM (``backends/gemm_bands.py``).
 
 The im2col convolution works a few images at a time (``numpy_backend/im2col.py``). Handing
 each chunk's GEMM to a 2-thread BLAS splits a small product (a few hundred microseconds) in

@@ -3,12 +3,12 @@
     python benchmarks/gemm_bands.py [--rounds 6] [--steps 20] [--workloads mnist_mlp,mlp]
                                     [--backends numpy,numba]
 
-``backends/gemm.py`` cuts every matrix product into bands fixed by the shape, each one
+``backends/gemm_bands.py`` cuts every matrix product into bands fixed by the shape, each one
 single-threaded BLAS call on hiapi's threads, so the bits do not depend on the thread count
 (and fit's thread tuner may run in seeded scripts). OpenBLAS's own threads share the packed
 operands and split without a dispatch through Python, so the bands may cost something: this
 times the same compiled train step with the bands and with the products handed whole to
-OpenBLAS at the same thread count (``gemm.matmul`` swapped for ``np.matmul``), alternating
+OpenBLAS at the same thread count (``gemm_bands``'s two entry points swapped), alternating
 blocks of ``--steps`` steps ``--rounds`` times in one process per backend, so a noisy
 neighbour hits both alike. One JSON line per (workload, backend): medians and their ratio.
 
@@ -49,22 +49,28 @@ def whole(out, a, b):
     np.matmul(a, b, out=out)
 
 
+def whole_with(out, a, b, product):
+    """``gemm_bands.in_bands`` (the ``gemm`` op's BLAS call with beta) in one piece."""
+    product(out, a, b)
+
+
 def measure(workload, backend, rounds, steps):
     os.environ["HIAPI_BACKEND"] = backend
     import hiapi
-    from hiapi.backends import gemm
+    from hiapi.backends import gemm_bands
     hiapi.utils.set_random_seed(0)
     model = model_for(workload)
     x = np.random.rand(BATCH[workload], *INPUT[workload]).astype(np.float32)
     y = np.random.randint(0, 10, len(x))
     model.compile(optimizer=hiapi.optimizers.SGD(0.01, momentum=0.9),
                   loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
-    banded, times = gemm.matmul, {"bands": [], "whole": []}
+    banded = gemm_bands.matmul, gemm_bands.in_bands
+    times = {"bands": [], "whole": []}
     for _ in range(3):
         model.train_on_batch(x, y)
     for _ in range(rounds):
-        for name, kernel in (("bands", banded), ("whole", whole)):
-            gemm.matmul = kernel
+        for name, (kernel, with_product) in (("bands", banded), ("whole", (whole, whole_with))):
+            gemm_bands.matmul, gemm_bands.in_bands = kernel, with_product
             model.train_on_batch(x, y)                  # one untimed step after the switch
             for _ in range(steps):
                 start = time.perf_counter()

@@ -251,7 +251,7 @@ def active_threads():
 def adaptive():
     """Whether fit may run fewer threads than the budget when that is faster (see
     ``hiapi.thread_tuner``): for a budget hiapi chose, in a single process. Seeded runs too:
-    every matrix product is cut in bands fixed by its shape (``backends/gemm.py``), so the
+    every matrix product is cut in bands fixed by its shape (``backends/gemm_bands.py``), so the
     thread count changes no bit of the weights."""
     chosen = budget()
     if chosen.threads <= 1 or chosen.source in OVERRIDES + ("OMP_NUM_THREADS",):

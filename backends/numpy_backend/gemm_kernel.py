@@ -2,7 +2,7 @@
 pass), on the numpy and numba backends alike."""
 import numpy as np
 
-from hiapi.backends import blas
+from hiapi.backends import blas, gemm_bands
 from hiapi.backends.numpy_backend import backend
 
 
@@ -11,12 +11,16 @@ def gemm(out, a, b, c, alpha, beta):
     # BLAS's own beta: the product accumulates into c's storage in one pass (backends/blas.py).
     # Without a usable BLAS binding (or with operands BLAS cannot read as they are) the
     # product goes through a temporary, outside the memory plan: a fallback, not the plan.
-    if blas.can_run(out, a, b):
+    # In the fixed bands of backends/gemm_bands.py, each a single-threaded call: the same bits on
+    # any number of threads.
+    if blas.can_run(out, a, b) and out.size:
         if not np.may_share_memory(out, c):
             np.copyto(out, c)
-        blas.gemm(out, a, b, alpha, beta)
+        gemm_bands.in_bands(out, a, b, lambda part, a_part, b_part:
+                      blas.gemm(part, a_part, b_part, alpha, beta))
         return
-    product = np.matmul(a, b)
+    product = np.empty(out.shape, np.result_type(a, b))
+    gemm_bands.matmul(product, a, b)
     np.multiply(c, beta, out=out)
     product *= alpha
     out += product

@@ -20,7 +20,7 @@ With more than one thread the forward convolution runs whole pieces (lowering + 
 thread budget's threads, each GEMM single-threaded (``backends/chunk_workers.py``): the threads
 share the ``CHUNK_BYTES`` of columns, so the plan holds no more memory, and the result does not
 depend on the thread count. The gradients split each piece's GEMM in the fixed bands of
-``backends/gemm.py`` over the same threads, so they do not depend on it either.
+``backends/gemm_bands.py`` over the same threads, so they do not depend on it either.
 """
 from collections import namedtuple
 from functools import lru_cache
@@ -29,7 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from hiapi import threads
-from hiapi.backends import gemm
+from hiapi.backends import gemm_bands
 from hiapi.backends.chunk_workers import workers
 from hiapi.backends.workspace import aligned, take
 from hiapi.graph.ops import conv_geometry as geo
@@ -112,13 +112,13 @@ def _pieces(shape, columns, itemsize, chunk_bytes=None):
 
 def _gemm_into(out, a, b):
     """``out[...] = a @ b`` (``out`` viewed as a matrix), straight into ``out`` when it is
-    contiguous; in the fixed bands of ``backends/gemm.py``, so the bits do not depend on the
+    contiguous; in the fixed bands of ``backends/gemm_bands.py``, so the bits do not depend on the
     thread count."""
     if out.flags.c_contiguous:
-        gemm.matmul(out.reshape(a.shape[0], b.shape[1]), a, b)
+        gemm_bands.matmul(out.reshape(a.shape[0], b.shape[1]), a, b)
     else:
         product = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
-        gemm.matmul(product, a, b)
+        gemm_bands.matmul(product, a, b)
         out[...] = product.reshape(out.shape)
 
 
@@ -236,7 +236,7 @@ def conv_kernels(im2col, col2im, lowering_bytes, serial=None):
                     _gemm_into(target, cols.T, g_rows)
                 else:
                     product = take(workspace, (k, f // groups), out.dtype, at.product)
-                    gemm.matmul(product, cols.T, g_rows)
+                    gemm_bands.matmul(product, cols.T, g_rows)
                     target += product.reshape(target.shape)
 
     def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups,
@@ -251,7 +251,7 @@ def conv_kernels(im2col, col2im, lowering_bytes, serial=None):
             weights_t = w[..., fs].reshape(k, f // groups).T
             for images, rows_in, rows_out, part in _pieces(shape, k, out.itemsize):
                 cols = take(workspace, (part.n * part.oh * part.ow, k), out.dtype)
-                gemm.matmul(cols, g[images, rows_out].reshape(-1, f)[:, fs], weights_t)
+                gemm_bands.matmul(cols, g[images, rows_out].reshape(-1, f)[:, fs], weights_t)
                 col2im(cols, part, out[images, rows_in, :, cs], _spare(workspace, at))
 
     return conv2d, conv2d_filter_grad, conv2d_input_grad

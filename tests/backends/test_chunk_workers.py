@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from hiapi.backends import chunk_workers, gemm
+from hiapi.backends import chunk_workers, gemm_bands
 from hiapi.backends.chunk_workers import ChunkWorkers
 from hiapi.backends.numpy_backend import im2col
 
@@ -71,7 +71,7 @@ def test_forward_is_bitwise_the_same_on_one_and_two_threads(backend, padding, st
     real_run = chunk_workers.workers.run
 
     def counting_run(tasks, job, workers):
-        if job is not gemm._band:           # a chunk's GEMM runs its own bands, serially
+        if job is not gemm_bands._band:           # a chunk's GEMM runs its own bands, serially
             calls.append(workers)
         return real_run(tasks, job, workers)
     monkeypatch.setattr(chunk_workers.workers, "run", counting_run)

@@ -1,4 +1,4 @@
-"""Matrix products in fixed bands (``backends/gemm.py``): the bands come from the shape alone,
+"""Matrix products in fixed bands (``backends/gemm_bands.py``): the bands come from the shape alone,
 the product equals numpy's, and 1 and 2 threads give the same bits, kernel by kernel and over
 whole seeded training runs on both CPU backends."""
 import numpy as np
@@ -6,27 +6,27 @@ import pytest
 
 import hiapi
 from hiapi import config, threads
-from hiapi.backends import chunk_workers, gemm
+from hiapi.backends import chunk_workers, gemm_bands
 
 
 @pytest.mark.parametrize("m, n, k", [(128, 512, 784), (784, 512, 128), (256, 1024, 1024),
                                      (1000, 37, 300), (64, 10, 512), (3000, 3000, 4)])
 def test_bands_cover_the_longer_side_in_a_power_of_two_of_equal_pieces(m, n, k):
-    axis, bounds = gemm.band_plan(m, n, k)
+    axis, bounds = gemm_bands.band_plan(m, n, k)
     side = (m, n)[axis]
     assert side == max(m, n)
     assert bounds[0][0] == 0 and bounds[-1][1] == side
     assert all(stop == start for (_, stop), (start, _) in zip(bounds, bounds[1:]))
     sizes = [stop - start for start, stop in bounds]
     assert all(size % 16 == 0 for size in sizes[:-1]) and sizes[-1] <= sizes[0]
-    assert len(bounds) & (len(bounds) - 1) == 0 and len(bounds) <= gemm.MAX_BANDS
-    if 2 * m * n * k < 2 * gemm.MIN_SPLIT_FLOPS or side < 2 * gemm.MIN_BAND:
+    assert len(bounds) & (len(bounds) - 1) == 0 and len(bounds) <= gemm_bands.MAX_BANDS
+    if 2 * m * n * k < 2 * gemm_bands.MIN_SPLIT_FLOPS or side < 2 * gemm_bands.MIN_BAND:
         assert len(bounds) == 1                 # too small to share: whole, one thread
 
 
 def test_the_first_layer_of_the_mnist_mlp_is_shared():
-    assert len(gemm.band_plan(128, 512, 784)[1]) == 2
-    assert len(gemm.band_plan(784, 512, 128)[1]) == 2
+    assert len(gemm_bands.band_plan(128, 512, 784)[1]) == 2
+    assert len(gemm_bands.band_plan(784, 512, 128)[1]) == 2
 
 
 def _operands(rng, a_shape, b_shape, dtype=np.float32, transpose=""):
@@ -43,7 +43,7 @@ def test_equals_numpys_matmul(a_shape, b_shape, transpose):
     a, b = _operands(np.random.default_rng(0), a_shape, b_shape, transpose=transpose)
     expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
     out = np.empty(expected.shape, np.float32)
-    gemm.matmul(out, a, b)
+    gemm_bands.matmul(out, a, b)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3)
 
 
@@ -51,7 +51,7 @@ def test_integers_too():
     a = np.arange(600 * 300).reshape(600, 300) % 7
     b = np.arange(300 * 520).reshape(300, 520) % 5
     out = np.empty((600, 520), a.dtype)
-    gemm.matmul(out, a, b)
+    gemm_bands.matmul(out, a, b)
     np.testing.assert_array_equal(out, a @ b)
 
 
@@ -79,7 +79,7 @@ def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, mon
         _on(count, monkeypatch, calls)
         out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2],
                                                                           b.shape[-1]), a.dtype)
-        gemm.matmul(out, a, b)
+        gemm_bands.matmul(out, a, b)
         results.append(out)
         assert calls == [count]                 # the second run did use two threads
     np.testing.assert_array_equal(results[0], results[1])
@@ -91,13 +91,13 @@ def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back():
         pytest.skip("no BLAS library that threadpoolctl controls")
     before = [lib.num_threads for lib in blas]
     seen = []
-    real = gemm._band
+    real = gemm_bands._band
     try:
-        gemm._band = lambda piece, slot: (seen.append(blas[0].num_threads), real(piece, slot))
+        gemm_bands._band = lambda piece, slot: (seen.append(blas[0].num_threads), real(piece, slot))
         out = np.empty((128, 512), np.float32)
-        gemm.matmul(out, *_operands(np.random.default_rng(2), (128, 784), (784, 512)))
+        gemm_bands.matmul(out, *_operands(np.random.default_rng(2), (128, 784), (784, 512)))
     finally:
-        gemm._band = real
+        gemm_bands._band = real
     assert seen and set(seen) == {1}
     assert [lib.num_threads for lib in blas] == before
 
@@ -136,3 +136,22 @@ def test_seeded_training_gives_the_same_weights_on_one_and_two_threads(backend, 
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
 
+
+
+def test_the_gemm_ops_kernel_runs_in_the_same_bands(monkeypatch):
+    """``out = alpha * x.T @ g + beta * c`` (the SGD update folded into the weight gradient):
+    the formula, and the same bits on 1 and 2 threads."""
+    from hiapi.backends.numpy_backend import backend
+    rng = np.random.default_rng(4)
+    x, g = _operands(rng, (784, 128), (128, 512), transpose="a")
+    c = rng.standard_normal((784, 512)).astype(np.float32)
+    results = []
+    for count in (1, 2):
+        calls = []
+        _on(count, monkeypatch, calls)
+        out = np.empty_like(c)
+        backend.kernels["gemm"](out, x, g, c, -0.1, 0.9)
+        results.append(out)
+        assert calls == [count]
+    np.testing.assert_allclose(results[0], 0.9 * c - 0.1 * (x @ g), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(results[0], results[1])

@@ -12,7 +12,7 @@ So hiapi splits the product itself, the way the convolution forward already does
 boundaries come from the shape alone (``band_plan``), every band is one single-threaded BLAS
 call, and hiapi's threads take the bands from a shared counter. Each output element is then
 computed by the same BLAS call whatever the number of threads that ran them, so 1 and 2
-threads give the same bits (tested, ``tests/backends/test_gemm.py``). Whether a band's
+threads give the same bits (tested, ``tests/backends/test_gemm_bands.py``). Whether a band's
 elements equal those of the whole product does not matter, and is not always so: OpenBLAS's
 small-matrix kernels take over for bands like ``64x1024 @ 1024x10`` and sum in another order.
 
@@ -82,8 +82,21 @@ def _pieces(out, a, b):
 
 
 def _band(piece, slot):
-    a, b, out = piece
+    a, b, out, product = piece
+    product(out, a, b)
+
+
+def _matmul(out, a, b):
     np.matmul(a, b, out=out)
+
+
+def in_bands(out, a, b, product):
+    """Run ``product(out_part, a_part, b_part)`` over the fixed pieces of ``out = a @ b``
+    (``out`` of ``a @ b``'s shape), BLAS at one thread, on the threads fit runs with now. For
+    kernels that compute more than the product in the same BLAS call (the ``gemm`` op's
+    ``alpha``/``beta``, ``backends/numpy_backend/gemm_kernel.py``)."""
+    pieces = [piece + (product,) for piece in _pieces(out, a, b)]
+    workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
 
 
 def matmul(out, a, b):
@@ -97,5 +110,4 @@ def matmul(out, a, b):
     if out.size == 0:
         np.matmul(a, b, out=out)
         return
-    pieces = _pieces(out, a, b)
-    workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))    # BLAS at 1 thread
+    in_bands(out, a, b, _matmul)
