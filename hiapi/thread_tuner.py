@@ -8,30 +8,49 @@ won (4.3 vs 5.4 ms). No static number is right for both, so fit measures: it tim
 with each candidate count (the budget, halves of it, 1), keeps the fastest, and measures again
 later: less often while the answer stays the same (but at least every 10 s: with one thread
 chosen, the end of the load changes no step time), at once when the step time doubles or
-halves (the load changed). A count whose first timed step is twice as slow as the current choice is
-dropped from that probe at once: probing must not cost more than it can win.
+halves (the load changed). A count whose first two timed steps are both twice as slow as the
+current choice is dropped from that probe: probing must not cost more than it can win.
+
+How it measures, and why so. On a busy machine the scheduler gives this process time slices,
+so step times are bimodal: with 2 busy processes on 2 cores the MNIST MLP step took either
+~3.7 or ~8 ms with either thread count, depending on whether a slice ended inside it. Blocks of
+4 steps per candidate, compared by their medians, then picked whichever block fell in the
+luckier phase (the choice flipped between 1 and 2 on 5 of 12 probes), a reference taken from
+a lucky median made the next ordinary steps look like a doubling (a new probe every ~20
+steps), and a single slow step dropped a candidate. So the candidates take turns step by step
+within a probe (the same phases hit all of them), they are compared by the mean of their
+steps without the slowest one (what an epoch costs is the mean; one hiccup is not the load),
+and the drift test compares the mean of the last 16 steps with that figure.
 
 It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM_THREADS``,
 ``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept. It runs in seeded scripts too
 (``hiapi.utils.set_random_seed``, what almost every Keras script calls): the thread count
 changes no bit of the results, because every matrix product is cut in bands fixed by its
-shape, each a single-threaded BLAS call (``backends/gemm.py``; OpenBLAS's own threads would
+shape, each a single-threaded BLAS call (``backends/gemm_bands.py``; OpenBLAS's own threads would
 split it differently for 1 and 2 threads, and a seeded run's weights would follow the timing).
 """
 import time
 from collections import deque
-from statistics import median      # of a handful of floats: no numpy array per step
+from statistics import fmean      # of a handful of floats: no numpy array per step
 
 from hiapi import threads
 from hiapi.callbacks.callback import Callback
 
-PROBE_STEPS = 4           # timed steps per candidate in one probe (after one settling step)
+PROBE_STEPS = 5           # timed steps per candidate in one probe (after one settling turn)
 FIRST_INTERVAL = 50       # steps between probes; doubles while the choice holds
 MAX_INTERVAL = 800
 MAX_SECONDS = 10.0        # and at least this often: a load that went away changes no step time
-RECENT = 8                # steps whose median is compared with the probe's
-DRIFT = 2.0               # a recent median this many times slower or faster: probe again
-ABANDON = 2.0             # a probed count whose step is this many times slower is dropped
+RECENT = 16               # steps whose mean is compared with the probe's
+DRIFT = 2.0               # a recent mean this many times slower or faster: probe again
+ABANDON = 2.0             # a probed count whose steps are this many times slower is dropped
+
+
+def typical(times):
+    """A candidate's step time: the mean without the slowest step (one hiccup is not the
+    load; the mean, not the median, because time slices make step times bimodal)."""
+    if len(times) > 2:
+        times = sorted(times)[:-1]
+    return fmean(times)
 
 
 def candidates(budget):
@@ -86,14 +105,15 @@ class ThreadTuner(Callback):
     def _drifted(self):
         if self.reference is None or len(self.recent) < RECENT:
             return False
-        ratio = median(self.recent) / self.reference
+        ratio = fmean(self.recent) / self.reference
         return ratio > DRIFT or ratio < 1 / DRIFT
 
     def _start_probe(self):
-        """Each candidate gets a settling step then PROBE_STEPS timed ones; the current choice
-        goes last so that the steps after the probe continue with it."""
+        """The candidates take turns step by step, one untimed turn then PROBE_STEPS timed
+        ones; the current choice goes last in each turn, so the steps after the probe
+        continue with it."""
         order = [n for n in self.options if n != self.choice] + [self.choice]
-        self.plan = [(n, timed) for n in order for timed in [False] + [True] * PROBE_STEPS]
+        self.plan = [(n, timed) for timed in [False] + [True] * PROBE_STEPS for n in order]
         self.times = {n: [] for n in order}
         threads.use(self.plan[0][0])
 
@@ -101,21 +121,28 @@ class ThreadTuner(Callback):
         count, timed = self.plan.pop(0)
         if timed:
             self.times[count].append(elapsed)
-            if count != self.choice and self.reference and elapsed > ABANDON * self.reference:
+            if count != self.choice and self._too_slow(self.times[count]):
                 self.plan = [(n, t) for n, t in self.plan if n != count]
         if self.plan:
             if self.plan[0][0] != count:
                 threads.use(self.plan[0][0])
             return
-        best = min(self.times, key=lambda n: median(self.times[n]))
+        best = min((n for n in self.times if self.times[n]), key=lambda n: typical(self.times[n]))
         self.interval = min(2 * self.interval, MAX_INTERVAL) if best == self.choice else \
             FIRST_INTERVAL
         self.choice, self.countdown = best, self.interval
         self.probed_at = time.perf_counter()
-        self.reference = median(self.times[best])
+        self.reference = typical(self.times[best])
         self.recent.clear()
         self.probes += 1
         threads.use(best)
+
+    def _too_slow(self, times):
+        """Two timed steps, both ABANDON times the current choice's (this probe's, else the
+        last probe's figure)."""
+        mine = self.times[self.choice]
+        level = typical(mine) if mine else self.reference
+        return len(times) >= 2 and level is not None and min(times) > ABANDON * level
 
     def on_train_end(self, logs=None):
         if self.active:

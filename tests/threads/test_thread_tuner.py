@@ -136,3 +136,37 @@ def test_a_sudden_change_of_step_time_probes_at_once(machine):
     machine.costs = {4: 0.002, 2: 0.005, 1: 0.012}     # 1 thread now 4x slower than before
     machine.run(tuner, thread_tuner.RECENT + 3 * (1 + thread_tuner.PROBE_STEPS))
     assert tuner.choice == 4
+
+
+class SlicedMachine(Machine):
+    """A busy machine: the scheduler's time slices make every step either fast or, when a
+    slice ends inside it, 2.2 times slower, in phases of a few steps whatever the count."""
+
+    def __init__(self, costs, phase=6):
+        super().__init__(costs)
+        self.phase, self.step = phase, 0
+
+    def run(self, tuner, steps):
+        for _ in range(steps):
+            tuner.on_train_batch_begin(self.step)
+            slow = (self.step // self.phase) % 2 == 1
+            self.now += self.costs[self.current] * (2.2 if slow else 1.0)
+            self.used.append(self.current)
+            tuner.on_train_batch_end(self.step)
+            self.step += 1
+
+
+@pytest.mark.parametrize("phase", [3, 5, 6, 11])
+def test_time_slices_neither_flip_the_choice_nor_trigger_probes(monkeypatch, phase):
+    fake = SlicedMachine({2: 0.004, 1: 0.005}, phase)     # 2 threads 20 % faster
+    monkeypatch.setattr(threads, "adaptive", lambda: True)
+    monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "affinity"))
+    monkeypatch.setattr(threads, "use", fake.use)
+    monkeypatch.setattr(thread_tuner.time, "perf_counter", fake.clock)
+    tuner = ThreadTuner()
+    tuner.set_model(None)
+    tuner.on_train_begin()
+    fake.run(tuner, 3000)
+    assert tuner.choice == 2
+    assert fake.used.count(2) / len(fake.used) > 0.9
+    assert tuner.probes < 12            # the intervals grew: no probe from drift
