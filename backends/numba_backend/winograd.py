@@ -1,6 +1,7 @@
 """Winograd F(2x2, 3x3) tile transforms as numba loops (``backends/winograd.py`` has the
-algorithm): each tile's 4x4 window is read once, with the zero padding decided per tap, and
-transformed with adds vectorised over the channels, which NHWC keeps contiguous. The loops
+algorithm): each tile's 4x4 window is read once (in place, or copied with its zero padding at
+the borders) and transformed with adds vectorised over the channels, which NHWC keeps
+contiguous (reading windows in place measured 0.69-0.80 of copying every one first). The loops
 are serial and release the GIL: the pieces of tiles themselves run on hiapi's threads.
 """
 import numpy as np
@@ -10,35 +11,44 @@ from hiapi.backends.numba_backend import backend
 from hiapi.backends.winograd import Transforms, register_winograd
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _along_rows(window, r0, q0, s, channels):
+    """s[:, b] = B^T @ (column b of the 4x4 window at (r0, q0) of ``window``)."""
+    for b in range(4):
+        for c in range(channels):
+            d0, d1 = window[r0, q0 + b, c], window[r0 + 1, q0 + b, c]
+            d2, d3 = window[r0 + 2, q0 + b, c], window[r0 + 3, q0 + b, c]
+            s[0, b, c] = d0 - d2
+            s[1, b, c] = d1 + d2
+            s[2, b, c] = d2 - d1
+            s[3, b, c] = d1 - d3
+
+
 @njit(cache=True, nogil=True)
 def _input_tiles(x, th, tw, top, left, first, stop, V):
     """V[4ξ+ν, t, c] = (B^T d B)[ξ, ν] for tile t's 4x4 window d of channel c, with
-    B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]."""
+    B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. Windows inside the
+    input are read in place; the others are first copied, zero-padded, into ``d``."""
     _, height, width, channels = x.shape
     d = np.empty((4, 4, channels), x.dtype)
     s = np.empty((4, 4, channels), x.dtype)
     t = 0
     for row in range(first, stop):
         n, ti = row // th, row % th
+        r0 = 2 * ti - top
         for tj in range(tw):
-            for a in range(4):
-                r = 2 * ti - top + a
-                for b in range(4):
-                    q = 2 * tj - left + b
-                    if 0 <= r < height and 0 <= q < width:
+            q0 = 2 * tj - left
+            if r0 >= 0 and q0 >= 0 and r0 + 4 <= height and q0 + 4 <= width:
+                _along_rows(x[n], r0, q0, s, channels)
+            else:
+                for a in range(4):
+                    for b in range(4):
+                        r, q = r0 + a, q0 + b
+                        inside = 0 <= r < height and 0 <= q < width
                         for c in range(channels):
-                            d[a, b, c] = x[n, r, q, c]
-                    else:
-                        for c in range(channels):
-                            d[a, b, c] = 0
-            for b in range(4):              # B^T along the rows of the window
-                for c in range(channels):
-                    d0, d1, d2, d3 = d[0, b, c], d[1, b, c], d[2, b, c], d[3, b, c]
-                    s[0, b, c] = d0 - d2
-                    s[1, b, c] = d1 + d2
-                    s[2, b, c] = d2 - d1
-                    s[3, b, c] = d1 - d3
-            for a in range(4):              # then along its columns
+                            d[a, b, c] = x[n, r, q, c] if inside else 0
+                _along_rows(d, 0, 0, s, channels)
+            for a in range(4):              # then B^T along each row's columns
                 for c in range(channels):
                     s0, s1, s2, s3 = s[a, 0, c], s[a, 1, c], s[a, 2, c], s[a, 3, c]
                     V[4 * a, t, c] = s0 - s2
