@@ -1,16 +1,19 @@
-"""Winograd F(2x2, 3x3) convolution (``backends/winograd.py``) on the numpy and numba backends.
+"""Winograd F(2x2, 3x3) convolution (``backends/winograd.py``): the numba backend's kernels,
+and the same algorithm with numpy's tile transforms (``numpy_backend/winograd_tiles.py``).
 
 Tolerances, against direct convolution (the plain-loop reference, and im2col for the
 gradients): float64 to 1e-12 of the output's largest magnitude (measured ~1e-15: the
 transforms only add and halve); float32 to 1e-5 (measured 2-5e-7: the transforms' sums of up
 to 9 terms round once more than a direct dot product). The finite-difference gradient checks
-run with the channel threshold lowered, so the small shapes of ``check_op`` go through it.
+run on numba with the channel threshold lowered, so the small shapes of ``check_op`` go
+through it.
 """
 import numpy as np
 import pytest
 
 from check_op import check_op
 from numpy_references import conv2d as conv_reference
+from hiapi import backends
 from hiapi.backends import chunk_workers, winograd
 from hiapi.backends.numpy_backend import im2col
 from hiapi.graph import ops
@@ -22,13 +25,23 @@ SHAPES = [(3, 7, 9, 16, 16, "same"), (2, 8, 8, 16, 20, "valid"), (5, 5, 6, 17, 1
           (2, 13, 13, 32, 48, "valid")]
 
 
-def backend_named(name):
-    if name == "numba":
-        pytest.importorskip("numba", reason="the numba extra is not installed")
-        from hiapi.backends.numba_backend import backend
-    else:
-        from hiapi.backends.numpy_backend import backend
-    return backend
+class Kernels:
+    """The three Winograd convolutions with their scratch declarations: the numba backend's
+    registered kernels (Winograd where it applies), or Winograd with numpy's transforms
+    (``winograd_tiles``, not registered on the numpy backend, which keeps im2col)."""
+
+    def __init__(self, name):
+        if name == "numba":
+            pytest.importorskip("numba", reason="the numba extra is not installed")
+            from hiapi.backends.numba_backend import backend
+            self.kernels, self.scratch = backend.kernels, backend.scratch
+        else:
+            from hiapi.backends.numpy_backend.winograd_tiles import TRANSFORMS
+            self.kernels = dict(zip(NAMES, winograd.winograd_kernels(TRANSFORMS)))
+            self.scratch = dict(zip(NAMES, winograd.winograd_scratch(TRANSFORMS)))
+
+
+IMPLEMENTATIONS = ["numpy-transforms", "numba"]
 
 
 def direct(x, w, g, padding):
@@ -63,12 +76,12 @@ def operands(shape, dtype):
     return x, kernel, RNG.standard_normal((n, oh, ow, f)).astype(dtype)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", IMPLEMENTATIONS)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype, tolerance", [(np.float64, 1e-12), (np.float32, 1e-5)])
 def test_matches_direct_convolution(backend, shape, dtype, tolerance, monkeypatch):
     monkeypatch.setattr(winograd, "PIECE_BYTES", 7 * 16 * 64 * 8)  # pieces straddle images
-    chosen = backend_named(backend)
+    chosen = Kernels(backend)
     x, w, g = operands(shape, dtype)
     for name, got, expected in zip(NAMES, run(chosen, x, w, g, shape[-1]),
                                    direct(x, w, g, shape[-1])):
@@ -77,11 +90,12 @@ def test_matches_direct_convolution(backend, shape, dtype, tolerance, monkeypatc
         assert error < tolerance, f"{name}: relative error {error:.2e}"
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_chosen_by_shape(backend, monkeypatch):
-    """3x3, stride 1, undilated, ungrouped, >= MIN_CHANNELS channels in and out: Winograd
-    (it transforms the kernel); otherwise, or with HIAPI_WINOGRAD=0, the im2col kernels."""
-    chosen = backend_named(backend)
+def test_chosen_by_shape(monkeypatch):
+    """On numba: 3x3, stride 1, undilated, ungrouped, >= MIN_CHANNELS channels in and out:
+    Winograd (it transforms the kernel); otherwise, or with HIAPI_WINOGRAD=0, the im2col
+    kernels. The numpy backend keeps im2col for every shape (measured faster there)."""
+    chosen = Kernels("numba")
+    from hiapi.backends.numpy_backend import backend as numpy_backend
     transformed = []
     real = winograd.kernel_transform
     monkeypatch.setattr(winograd, "kernel_transform",
@@ -102,20 +116,23 @@ def test_chosen_by_shape(backend, monkeypatch):
         chosen.kernels["conv2d"](out, x, w, padding="same", **conv)
         assert len(transformed) == expected, (kernel_shape, conv)
         np.testing.assert_allclose(out, reference, rtol=1e-10, atol=1e-10)
-    monkeypatch.setenv("HIAPI_WINOGRAD", "0")               # off: im2col for every shape
+    winograd_shape = dict(padding="same", strides=(1, 1), dilation=(1, 1), groups=1)
     transformed.clear()
-    chosen.kernels["conv2d"](out[..., :16], x, RNG.standard_normal((3, 3, 16, 16)),
-                             padding="same", strides=(1, 1), dilation=(1, 1), groups=1)
+    numpy_backend.kernels["conv2d"](out, x, RNG.standard_normal((3, 3, 16, 16)),
+                                    **winograd_shape)
+    assert not transformed
+    monkeypatch.setenv("HIAPI_WINOGRAD", "0")               # off: im2col for every shape
+    chosen.kernels["conv2d"](out, x, RNG.standard_normal((3, 3, 16, 16)), **winograd_shape)
     assert not transformed
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", IMPLEMENTATIONS)
 def test_same_bits_on_one_and_two_threads_within_declared_scratch(backend, monkeypatch):
     """Pieces (and the filter gradient's lanes) depend on the shape only, so 1 and 2 threads
     give the same bits; each run fits the workspace its kernels declare for that thread
     count (``take`` raises when a piece does not fit)."""
     monkeypatch.setattr(winograd, "PIECE_BYTES", 20 * 16 * 40 * 4)
-    chosen = backend_named(backend)
+    chosen = Kernels(backend)
     shape = (6, 11, 10, 16, 24, "same")
     x, w, g = operands(shape, np.float32)
     shapes = {"conv2d": (g.shape, x.shape, w.shape),
@@ -147,8 +164,14 @@ WINOGRAD_CONVS = [((5, 6), "valid"), ((5, 6), "same"), ((4, 3), "same")]
 
 @pytest.fixture
 def everywhere(monkeypatch):
-    """Winograd for check_op's 4-channel shapes too."""
+    """Winograd for check_op's 4-channel shapes too, on the numba backend (the one that
+    registers it)."""
+    pytest.importorskip("numba", reason="the numba extra is not installed")
     monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
+    previous = backends.get_backend()
+    backends.set_backend("numba")
+    yield
+    backends.set_backend(previous.name)
 
 
 @pytest.mark.parametrize("hw, padding", WINOGRAD_CONVS)
