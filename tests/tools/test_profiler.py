@@ -17,11 +17,16 @@ def test_profile_counts_flops_and_bytes_per_op():
     printed = []
     rows = model.profile(x, y, repeats=2, print_fn=printed.append)
     by_op = {r["op"]: r for r in rows}
-    # forward 64x32 and 32x10, and their gradients (input grad of layer 1 is not needed)
+    # forward 64x32 and 32x10 and the input gradient of layer 2 (layer 1's is not needed) are
+    # matmuls; the weight gradients are GEMMs with SGD's update folded in (gemm_accumulate),
+    # each the product plus a scale and an add per weight
     forward = 2 * 16 * (64 * 32 + 32 * 10)
-    backward = 2 * 16 * (64 * 32 + 32 * 10) + 2 * 16 * 32 * 10
-    assert by_op["matmul"]["calls"] == 5
-    assert by_op["matmul"]["gflop"] * 1e9 == forward + backward
+    input_gradient = 2 * 16 * 32 * 10
+    weight_gradients = 2 * 16 * (64 * 32 + 32 * 10) + 3 * (64 * 32 + 32 * 10)
+    assert by_op["matmul"]["calls"] == 3
+    assert by_op["matmul"]["gflop"] * 1e9 == forward + input_gradient
+    assert by_op["gemm"]["calls"] == 2
+    assert by_op["gemm"]["gflop"] * 1e9 == weight_gradients
     assert all(r["seconds"] > 0 and r["mb_moved"] > 0 for r in rows)
     assert [r["seconds"] for r in rows] == sorted((r["seconds"] for r in rows), reverse=True)
     assert "GFLOP/s peak" in printed[0] and "matmul" in printed[0]

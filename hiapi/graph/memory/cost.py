@@ -12,6 +12,8 @@ def flops(var, specs):
     inputs = [specs[i].shape for i in var.inputs]
     if name == "matmul":
         return 2 * _size(out) * inputs[0][-1]
+    if name == "gemm":        # alpha * (a @ b) + beta * c: the product, then a scale and an add
+        return 2 * _size(out) * inputs[0][-1] + 3 * _size(out)
     if name in ("conv2d", "conv2d_input_grad"):
         # one multiply-add per output (forward) or per gradient element (input gradient) for
         # each tap and input channel of its group: both are the forward's GEMM size
