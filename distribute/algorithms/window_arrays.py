@@ -25,7 +25,7 @@ PAGE = 4096
 # every allocation of the process: sorted start addresses, and (start, end, ranks, segments)
 _starts, _regions = [], []
 _found = {}       # (address, nbytes, dtype, ranks) -> ([P arrays], tag): the per-call lookup
-_allocated = [0]  # allocations made so far (the same count on every rank: they are collective)
+_allocated = [0]  # the number of the process's last allocation (agreed over its ranks)
 
 
 class WindowArrays:
@@ -54,12 +54,17 @@ class WindowArrays:
                     for r in range(self.size)]
         mine = segments[self.rank]
         mine.fill(0)                       # faulted in now, not in the first timed call
+        # The allocation's number, in the tags ``find`` gives, must be the same on every rank
+        # of this communicator, but a process's own count is not: ranks that also allocated
+        # on different sub-communicators have made different numbers of allocations. So the
+        # ranks agree on one past the largest count among them (which every later number of
+        # each process exceeds). The agreement is also the barrier that has every rank's
+        # segment zeroed before anyone reads it.
+        number = _allocated[0] = self.comm.allreduce(_allocated[0] + 1, op=MPI.MAX)
         start = mine.__array_interface__["data"][0]
         at = bisect.bisect(_starts, start)
         _starts.insert(at, start)
-        _allocated[0] += 1
-        _regions.insert(at, (start, start + nbytes, self.ranks, segments, _allocated[0]))
-        self.comm.Barrier()                # every rank's segment zeroed before anyone reads it
+        _regions.insert(at, (start, start + nbytes, self.ranks, segments, number))
         return mine[:count * dtype.itemsize].view(dtype), window
 
     def _free(self, window):
@@ -72,12 +77,16 @@ class WindowArrays:
         self._windows.remove(window)
         window.Free()
 
+    def scratch_holds(self, nbytes):
+        """Whether ``scratch`` has ``nbytes`` without growing (growing is collective)."""
+        return self._scratch is not None and self._scratch.nbytes >= nbytes
+
     def scratch(self, count, dtype):
         """A reusable shared array of at least ``count`` elements (collective when it grows;
         every rank asks for the same sizes): where a call on private memory is copied."""
         dtype = np.dtype(dtype)
         nbytes = count * dtype.itemsize
-        if self._scratch is None or self._scratch.nbytes < nbytes:
+        if not self.scratch_holds(nbytes):
             grown = 1 << max(nbytes - 1, PAGE).bit_length()
             if self._scratch_window is not None:       # every rank is past its last use:
                 self.comm.Barrier()                    # the call that used it ended in a fence

@@ -24,7 +24,8 @@ the same way and copied back: correct, but with the copies this algorithm exists
 Every rank must pass the same kind of array (all from ``allocate``, the same allocation, or
 all private), as every rank does when it runs the same program; the first fence carries a tag
 naming the array, so ranks that passed different ones all raise instead of summing wrong
-memory.
+memory (and where the scratch array must grow, a collective a rank with a shared array would
+not join, an extra fence checks the tags first).
 
 Every element is summed by exactly one rank and copied to the others, so every rank gets
 identical bits.
@@ -93,6 +94,12 @@ class ZeroCopyAllreduce(AllreduceAlgorithm):
         if found is not None:
             self._reduce(*found)
             return array
+        if not self.arrays.scratch_holds(flat.nbytes):
+            # growing the scratch array is a collective (a barrier, a window freed and one
+            # allocated): a rank that passed a shared array would never join it, so first
+            # check at a fence that every rank is here to grow it to the same size (a tag of
+            # ints only: a str's hash differs from process to process)
+            self._check_same(self.fence, hash((-1, flat.nbytes)), flat.nbytes)
         scratch = self.arrays.scratch(len(flat), flat.dtype)
         np.copyto(scratch, flat)
         self._reduce(*self.arrays.find(scratch))
@@ -102,15 +109,19 @@ class ZeroCopyAllreduce(AllreduceAlgorithm):
     def _reduce(self, copies, tag):
         bounds = segment_bounds(len(copies[0]), self.size)
         fence = self.fence
-        fence(tag)
-        if fence.tags.tolist().count(tag) != self.size:       # every rank sees it: all raise
-            raise RuntimeError(
-                f"zero_copy allreduce: the ranks passed different arrays ({copies[0].nbytes} "
-                f"bytes here): every rank must pass the same shared_array (or a view at the "
-                f"same offset of it), or every rank an array of its own")
+        self._check_same(fence, tag, copies[0].nbytes)
         reduce_and_push(copies, self.rank, bounds[self.rank], bounds[self.rank + 1],
                         max(1, self.block_bytes // copies[0].itemsize))
         fence(tag)         # the same tag: a rank arriving here early leaves its tag as it was
+
+    def _check_same(self, fence, tag, nbytes):
+        """A fence carrying ``tag``; raises on every rank unless every rank passed the same."""
+        fence(tag)
+        if fence.tags.tolist().count(tag) != self.size:       # every rank sees it: all raise
+            raise RuntimeError(
+                f"zero_copy allreduce: the ranks passed different arrays ({nbytes} bytes "
+                f"here): every rank must pass the same shared_array (or a view at the same "
+                f"offset of it), or every rank an array of its own of the same size")
 
     def latency_steps(self, size):
         return 2                                      # two fences

@@ -87,6 +87,26 @@ if "zero_copy" in comms:                           # arrays in shared memory: su
             assert "passed different arrays" in str(error), error
     first[:] = rank + 1                           # and the next call is whole again
     assert np.array_equal(zero_copy.allreduce(first), np.full(64, size * (size + 1) / 2))
+    # sub-communicators that allocated different numbers of arrays (ranks of one parity
+    # one, the others two) must not make the next allocation over all ranks look different
+    from hiapi.distribute.algorithms import ZeroCopyAllreduce
+    halves = ZeroCopyAllreduce(comms["native"].comm.Split(rank % 2, rank))
+    for _ in range(1 + rank % 2):
+        halves.allocate(8, np.float32)
+    after = zero_copy.shared_array(64, np.float32)
+    after[:] = rank + 1
+    assert np.array_equal(zero_copy.allreduce(after), np.full(64, size * (size + 1) / 2))
+    # one rank passes a shared array, the others their own, for which the scratch array
+    # must first grow (a collective the first rank does not make): all raise, none hangs
+    fresh = MPICommunicator(algorithm="zero_copy")
+    bucket = fresh.shared_array(64, np.float32)
+    try:
+        fresh.allreduce(bucket if rank == 0 else np.ones(1 << 16, np.float32))
+        raise AssertionError("zero_copy summed a shared and a private array")
+    except RuntimeError as error:
+        assert "passed different arrays" in str(error), error
+    bucket[:] = rank + 1                          # and the next call is whole again
+    assert np.array_equal(fresh.allreduce(bucket), np.full(64, size * (size + 1) / 2))
 auto = comms["auto"].allreducer
 picks = {n: auto.choose(n).name for n in (8, 4 << 10, 256 << 10, 4 << 20, 64 << 20)}
 
