@@ -20,10 +20,11 @@ bound on each part.
 
 The split (``memory_aware_split``): the time-balanced split (``split.balanced_split``) when
 every stage fits; otherwise the smallest slowest-stage cost whose stages all fit, by bisection
-on that cost, each candidate checked by packing stages greedily from the first layer (each as
-long as its cost and its memory allow: taking more layers early only leaves less for the
-later stages, so greedy packing finds a split whenever one exists, given that a stage's memory
-grows with its layers). When none exists, the error names the stage that cannot fit.
+on that cost, each candidate checked by a search that packs each stage as long as its cost and
+memory allow and backs off a boundary only when the later stages cannot then be placed (a
+stage holds the activations entering it, so a boundary after a wide layer can make the rest
+unplaceable where a shorter earlier stage would not: greedy packing alone reported no split
+where one existed). When none exists, the error names the stage that cannot fit.
 """
 from dataclasses import dataclass
 
@@ -189,23 +190,31 @@ def _all_fit(planner, starts, n):
 
 
 def _pack(cost, planner, n, limit):
-    """Stage starts packing each stage but the last as long as ``limit`` and the budget allow
-    (at least one layer each, one left for every later stage); None if the last stage then
-    exceeds either."""
-    stages, starts, a = planner.stages, [], 0
-    for k in range(stages - 1):
-        starts.append(a)
-        b = a + 1
-        if not (cost(k, a, b) <= limit and planner.fits(k, a, b)):
+    """Stage starts with every stage within ``limit`` and the budget, or None if there are
+    none. Each stage takes as many layers as it can first, and fewer only when the rest then
+    cannot be placed: a later stage's held activations are those entering it, so where it
+    starts matters, and the stages as long as they can be may put a boundary after a wide
+    layer while a shorter earlier stage leaves a split that fits. Relies on a stage's cost
+    and memory growing with its layers (for a fixed first layer); a start that failed is not
+    tried again, so at most stages x layers starts are searched."""
+    stages, failed = planner.stages, set()
+
+    def place(k, a):
+        """Starts of stages k.. when stage k begins at layer ``a``, or None."""
+        if k == stages - 1:
+            return [a] if cost(k, a, n) <= limit and planner.fits(k, a, n) else None
+        if (k, a) in failed:
             return None
-        while b + 1 <= n - (stages - 1 - k) and cost(k, a, b + 1) <= limit and \
-                planner.fits(k, a, b + 1):
+        last, b = n - (stages - 1 - k), a        # one layer left for every later stage
+        while b < last and cost(k, a, b + 1) <= limit and planner.fits(k, a, b + 1):
             b += 1
-        a = b
-    starts.append(a)
-    if cost(stages - 1, a, n) <= limit and planner.fits(stages - 1, a, n):
-        return starts
-    return None
+        for end in range(b, a, -1):             # the longest first: greedy when that works
+            rest = place(k + 1, end)
+            if rest is not None:
+                return [a] + rest
+        failed.add((k, a))
+        return None
+    return place(0, 0)
 
 
 def _no_split_message(cost, planner, n):

@@ -294,6 +294,55 @@ def test_memory_aware_split_is_the_fastest_split_that_fits():
     assert checked > 20
 
 
+def test_memory_aware_split_when_held_activations_depend_on_the_boundary():
+    """A stage after the first holds the activations entering it, whose size depends on
+    where it starts (after a wide layer: many bytes), so taking the most layers into the
+    earlier stages is not always right: the split must still be the fastest that fits, and
+    one must be found whenever one exists."""
+    from hiapi.distribute.pipeline import memory_split
+
+    class Planner:
+        def __init__(self, memory, entering, stages, budget):
+            self.memory_of, self.entering, self.stages = memory, entering, stages
+            self.budget, self.rows = budget, 8
+            self.layers = [hiapi.layers.Dense(1, name=f"l{i}") for i in range(len(memory))]
+            self.model = hiapi.Sequential(name="m")
+
+        def memory(self, k, a, b):
+            held = 0 if k == 0 else int(self.entering[a])
+            return memory_split.StageMemory(0, int(sum(self.memory_of[a:b])), held)
+
+        def fits(self, k, a, b):
+            return self.memory(k, a, b).total <= self.budget
+
+    # three layers, two stages: the first stage fits all but the last layer, but the stage
+    # starting at layer 2 holds too much; starting at layer 1 fits
+    planner = Planner([5, 5, 5], [0, 1, 50], 2, 20)
+    assert memory_split.memory_aware_split([1.0, 1.0, 10.0], planner) == [0, 1]
+    rng = np.random.default_rng(2)
+    checked = 0
+    for _ in range(150):
+        n = int(rng.integers(3, 9))
+        stages = int(rng.integers(2, min(4, n) + 1))
+        costs = [float(c) for c in rng.integers(1, 50, size=n)]
+        planner = Planner(list(rng.integers(1, 20, size=n)), list(rng.integers(0, 40, size=n)),
+                          stages, int(rng.integers(20, 80)))
+        cost = split.StageCost(costs, stages)
+        fitting = [[0, *cut] for cut in itertools.combinations(range(1, n), stages - 1)
+                   if all(planner.fits(k, a, b) for k, (a, b) in
+                          enumerate(zip([0, *cut], [*cut, n])))]
+        if not fitting:
+            with pytest.raises(MemoryError, match="no split of model 'm' into"):
+                memory_split.memory_aware_split(costs, planner)
+            continue
+        starts = memory_split.memory_aware_split(costs, planner)
+        assert starts in fitting
+        slowest = lambda s: max(cost(k, a, b) for k, (a, b) in enumerate(zip(s, s[1:] + [n])))
+        assert slowest(starts) == pytest.approx(min(map(slowest, fitting)), rel=1e-6)
+        checked += 1
+    assert checked > 40
+
+
 def test_functional_models_pipeline_as_a_chain_or_say_why_not():
     from hiapi.distribute.pipeline.chain import chain_layers
     layers = hiapi.layers
