@@ -10,7 +10,8 @@ copies mapped into this process. A gradient bucket allocated here (``Strategy`` 
 ``ZeroCopyAllreduce`` sums it where it lies.
 
 Allocation is collective over the node: every rank allocates the same sizes in the same order
-(as every rank builds the same buckets), so the k-th array is at the same place everywhere.
+(as every rank builds the same buckets), so the k-th array is at the same place everywhere;
+ranks asking for different sizes all raise, naming them.
 Each allocation is its own window, rounded up to whole pages so every rank's segment, and the
 array in it, starts on a page (MPICH lays the segments end to end). ``peers`` also takes a view
 of an allocated array (a prefix, a reshape): it finds the allocation by the array's address,
@@ -48,23 +49,32 @@ class WindowArrays:
         from mpi4py import MPI
         dtype = np.dtype(dtype)
         nbytes = max(count * dtype.itemsize, 1)
+        # Every rank's size and count of allocations, before allocating. The sizes: a rank
+        # asking for another size (a gradient bucket of a model built differently) would fail
+        # alone reading the others' segments, or sum memory that is not theirs; this way all
+        # raise, saying so. The counts: the allocation's number, in the tags ``find`` gives,
+        # must be the same on every rank, but a process's own count is not (ranks that also
+        # allocated on different sub-communicators made different numbers of allocations), so
+        # the ranks take one past the largest (which every later number of each exceeds).
+        asked = self.comm.allgather((nbytes, _allocated[0]))
+        if any(n != nbytes for n, _ in asked):
+            sizes = ", ".join(f"rank {r}: {n:,} bytes" for r, (n, _) in enumerate(asked))
+            raise ValueError(
+                f"shared_array: the ranks asked for different sizes ({sizes}); the allocation "
+                f"is collective: every rank asks for the same sizes in the same order (for a "
+                f"Strategy's gradient buckets: every rank must build the same model)")
+        number = _allocated[0] = max(n for _, n in asked) + 1
         window = MPI.Win.Allocate_shared(-(-nbytes // PAGE) * PAGE, 1, comm=self.comm)
         self._windows.append(window)
         segments = [np.frombuffer(window.Shared_query(r)[0], np.uint8, count=nbytes)
                     for r in range(self.size)]
         mine = segments[self.rank]
         mine.fill(0)                       # faulted in now, not in the first timed call
-        # The allocation's number, in the tags ``find`` gives, must be the same on every rank
-        # of this communicator, but a process's own count is not: ranks that also allocated
-        # on different sub-communicators have made different numbers of allocations. So the
-        # ranks agree on one past the largest count among them (which every later number of
-        # each process exceeds). The agreement is also the barrier that has every rank's
-        # segment zeroed before anyone reads it.
-        number = _allocated[0] = self.comm.allreduce(_allocated[0] + 1, op=MPI.MAX)
         start = mine.__array_interface__["data"][0]
         at = bisect.bisect(_starts, start)
         _starts.insert(at, start)
         _regions.insert(at, (start, start + nbytes, self.ranks, segments, number))
+        self.comm.Barrier()                # every rank's segment zeroed before anyone reads it
         return mine[:count * dtype.itemsize].view(dtype), window
 
     def _free(self, window):

@@ -115,9 +115,13 @@ class ZeroCopyAllreduce(AllreduceAlgorithm):
         fence(tag)         # the same tag: a rank arriving here early leaves its tag as it was
 
     def _check_same(self, fence, tag, nbytes):
-        """A fence carrying ``tag``; raises on every rank unless every rank passed the same."""
+        """A fence carrying ``tag``; raises on every rank unless every rank passed the same.
+        Before raising, one more fence with the same tag: a rank that raised and went on to its
+        next call would otherwise publish that call's tag over this one while a slower rank
+        had yet to read it, and that rank would see every tag alike and sum alone."""
         fence(tag)
         if fence.tags.tolist().count(tag) != self.size:       # every rank sees it: all raise
+            fence(tag)
             raise RuntimeError(
                 f"zero_copy allreduce: the ranks passed different arrays ({nbytes} bytes "
                 f"here): every rank must pass the same shared_array (or a view at the same "

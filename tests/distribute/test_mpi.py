@@ -2,6 +2,7 @@
 numpy, N-rank training equal to one process on the global batch, identical logs on all ranks,
 compressed training, and failures that end the job instead of hanging it."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,19 @@ def test_mismatched_models_are_detected_at_start(tmp_path):
     result = run_mpi(2, "train.py", tmp_path, "none", "--mismatch", check=False, timeout=120)
     assert result.returncode != 0
     assert "built a different model than rank 0" in result.stderr
+
+
+def test_mismatched_models_with_buckets_in_shared_memory_are_named(tmp_path):
+    """With ``zero_copy`` the buckets are allocated (collectively) while the train step is
+    built, before fit compares the models: ranks asking for different sizes must all say so,
+    not fail on one rank inside numpy (or hang)."""
+    result = run_mpi(2, "train.py", tmp_path, "none", "--mismatch", "--algorithm", "zero_copy",
+                     check=False, timeout=120)
+    assert result.returncode != 0
+    for rank in range(2):
+        assert f"[hiapi rank {rank}/2] fit failed" in result.stderr
+    assert re.search(r"asked for different sizes \(rank 0: [\d,]+ bytes, rank 1: [\d,]+ "
+                     r"bytes\).*every rank must build the same model", result.stderr)
 
 
 @pytest.mark.parametrize("compression", ["none", "dgc"])
