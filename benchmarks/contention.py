@@ -68,6 +68,7 @@ def torch_model(workload):
 def torch_worker(workload, variant, commands):
     import torch
     default = torch.get_num_threads()               # torch's own choice, before train_step's 2
+    os.environ["OMP_NUM_THREADS"] = str(default)    # train_step's builder reads it (set below)
     train_step.torch_model = torch_model            # this file's workloads
     step = train_step.torch_step(workload)
     torch.set_num_threads(1 if variant == "1" else default)
