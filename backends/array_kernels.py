@@ -31,6 +31,11 @@ def slice_(x, bounds):
     return x[tuple(slice(start, stop) for start, stop in bounds)]
 
 
+def concat_piece(g, *parts, axis, index):
+    start = sum(part.shape[axis] for part in parts[:index])
+    return g[(slice(None),) * axis + (slice(start, start + parts[index].shape[axis]),)]
+
+
 def pad(out, x, pads):
     out[...] = 0
     out[tuple(slice(lo, lo + size) for (lo, _), size in zip(pads, x.shape))] = x
@@ -51,7 +56,7 @@ def sum_like(out, g, like):
 
 KERNELS = {"identity": identity, "stop_gradient": identity, "reshape": reshape,
            "transpose": transpose, "expand_dims": expand_dims, "squeeze": squeeze,
-           "slice": slice_, "pad": pad, "broadcast_like": broadcast_like, "sum_like": sum_like}
+           "slice": slice_, "concat_piece": concat_piece, "pad": pad, "broadcast_like": broadcast_like, "sum_like": sum_like}
 
 
 def register(backend):

@@ -24,8 +24,9 @@ import numpy as np
 
 PAGE = 4096
 # every allocation of the process: sorted start addresses, and (start, end, ranks, segments)
-_starts, _regions = [], []
-_found = {}       # (address, nbytes, dtype, ranks) -> ([P arrays], tag): the per-call lookup
+_starts: list[int] = []
+_regions: list[tuple] = []
+_found: dict[tuple, tuple] = {}       # (address, nbytes, dtype, ranks) -> ([P arrays], tag): the per-call lookup
 _allocated = [0]  # the number of the process's last allocation (agreed over its ranks)
 
 

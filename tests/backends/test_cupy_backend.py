@@ -23,6 +23,7 @@ import pytest
 import hiapi
 from hiapi import backends, config, layers
 from hiapi.graph import Function, grad, ops, placeholder
+from hiapi.graph.ops.array import ConcatPiece
 from hiapi.graph.ops.reduce import SumLike
 from hiapi.graph.schedule import topological_order
 
@@ -179,6 +180,8 @@ CASES = [
      [f32(3, 4)], ELEMENTWISE),
     ("matmul", ops.matmul, [f32(16, 32), f32(32, 8)], GEMM),
     ("matmul_batched", ops.matmul, [f32(3, 8, 16), f32(16, 4)], GEMM),
+    ("gemm", lambda a, b, c: ops.gemm(a, b, c, -0.5, 0.9), [f32(16, 32), f32(32, 8), f32(16, 8)],
+     GEMM),
     ("softmax", lambda x: ops.softmax(x), [f32(6, 5, low=-20.0, high=20.0)], ELEMENTWISE),
     ("softmax_cross_entropy", ops.softmax_cross_entropy,
      [f32(6, 5, low=-20.0, high=20.0), soft_labels(6, 5)], ELEMENTWISE),
@@ -190,6 +193,8 @@ CASES = [
     ("concatenate", lambda a, b: ops.concatenate([a, b], axis=1), [f32(3, 2), f32(3, 4)],
      ELEMENTWISE),
     ("slice", lambda x: ops.slice_axis(x, 1, 1, 4) * 2.0, [f32(3, 5)], ELEMENTWISE),
+    ("concat_piece", lambda g, a, b: ConcatPiece(0, 1)(g, a, b) * 2.0,
+     [f32(5, 3), f32(2, 3), f32(3, 3)], ELEMENTWISE),
     ("pad", lambda x: ops.pad(x, ((0, 0), (2, 1))), [f32(3, 5)], ELEMENTWISE),
     ("random_uniform", lambda like, counter: ops.random_uniform(like, 7, counter),
      [f32(3, 50), np.array(12, np.int64)], EXACT),

@@ -103,6 +103,13 @@ def test_concatenate_slice_pad():
     assert [p.shape for p in parts] == [(None, 1), (None, 2), (None, 3)]
 
 
+def test_concatenate_along_the_batch_axis():
+    """Sizes known only at run time: the gradient cuts at them (concat_piece), to any order."""
+    a, b, c = RNG.normal(size=(2, 3)), RNG.normal(size=(1, 3)), RNG.normal(size=(4, 3))
+    check_op(lambda p, q, r: ops.concatenate([p, q, r], axis=0), [a, b, c],
+             lambda p, q, r: np.concatenate([p, q, r], 0), batch=True, double=True)
+
+
 def test_sum_like():
     g = RNG.normal(size=(4, 3))
     like = RNG.normal(size=(1, 3))

@@ -3,6 +3,8 @@
 Slice and pad are each other's transposes (the gradient of one is the other), and the gradient
 of concatenate is one slice per input, so all of them differentiate to any order.
 """
+import numpy as np
+
 from hiapi.graph.op import Op, as_var, normalize_axes, result_dtype
 
 
@@ -26,12 +28,39 @@ class Concatenate(Op):
         return tuple(shape), result_dtype(*xs)
 
     def grad(self, inputs, y, g):
+        if any(x.shape[self.axis] is None for x in inputs):     # sizes known only at run time
+            return [ConcatPiece(self.axis, i)(g, *inputs) for i in range(len(inputs))]
         grads, start = [], 0
         for x in inputs:
             size = x.shape[self.axis]
             grads.append(slice_axis(g, self.axis, start, start + size))
             start += size
         return grads
+
+
+class ConcatPiece(Op):
+    """The ``index``-th piece of ``g`` cut along ``axis`` at the run-time sizes of ``parts``
+    (whose values are not read): the gradient of a concatenation along an axis whose size is
+    only known once the batch is, e.g. ``Concatenate(axis=0)`` on the batch axis, where the
+    static ``slice_axis`` has no bounds to cut at."""
+    name = "concat_piece"
+    view_of = 0
+
+    def __init__(self, axis, index):
+        self.axis, self.index = axis, index
+
+    def infer(self, g, *parts):
+        shape = list(g.shape)
+        shape[self.axis] = parts[self.index].shape[self.axis]
+        return tuple(shape), g.dtype
+
+    def grad(self, inputs, y, gg):
+        from hiapi.graph.ops.reduce import broadcast_like
+        g, *parts = inputs
+        zero = as_var(np.zeros((), g.dtype))
+        pieces = [gg if i == self.index else broadcast_like(zero, part)
+                  for i, part in enumerate(parts)]
+        return [Concatenate(self.axis)(*pieces)] + [None] * len(parts)
 
 
 class Slice(Op):
