@@ -17,10 +17,14 @@ so step times are bimodal: with 2 busy processes on 2 cores the MNIST MLP step t
 4 steps per candidate, compared by their medians, then picked whichever block fell in the
 luckier phase (the choice flipped between 1 and 2 on 5 of 12 probes), a reference taken from
 a lucky median made the next ordinary steps look like a doubling (a new probe every ~20
-steps), and a single slow step dropped a candidate. So the candidates take turns step by step
-within a probe (the same phases hit all of them), they are compared by the mean of their
-steps without the slowest one (what an epoch costs is the mean; one hiccup is not the load),
-and the drift test compares the mean of the last 16 steps with that figure.
+steps), and a single slow step dropped a candidate. So the candidates take short turns within
+a probe (3 turns each of a settling step and 2 timed ones, so the same phases hit all of
+them; turns of single steps misjudged a quiet machine: a 2-thread step right after a 1-thread
+one was slower, and 1 thread won the probes while it ran 4 ms/step against 3), they are
+compared by the mean of their steps without the slowest one (what an epoch costs is the mean;
+one hiccup is not the load), another count replaces the choice only when 15 % faster (two
+counts within the noise flipped, and each flip restarted the probing interval), and the drift
+test compares the mean of the last 16 steps with that figure.
 
 It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM_THREADS``,
 ``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept. It runs in seeded scripts too
@@ -36,13 +40,15 @@ from statistics import fmean      # of a handful of floats: no numpy array per s
 from hiapi import threads
 from hiapi.callbacks.callback import Callback
 
-PROBE_STEPS = 5           # timed steps per candidate in one probe (after one settling turn)
+TURNS = 3                 # turns per candidate in one probe (odd: the choice ends it)
+TURN_STEPS = 2            # timed steps per turn, after one settling step
 FIRST_INTERVAL = 50       # steps between probes; doubles while the choice holds
 MAX_INTERVAL = 800
 MAX_SECONDS = 10.0        # and at least this often: a load that went away changes no step time
 RECENT = 16               # steps whose mean is compared with the probe's
 DRIFT = 2.0               # a recent mean this many times slower or faster: probe again
 ABANDON = 2.0             # a probed count whose steps are this many times slower is dropped
+MARGIN = 0.15              # another count replaces the choice only when this much faster
 
 
 def typical(times):
@@ -109,11 +115,13 @@ class ThreadTuner(Callback):
         return ratio > DRIFT or ratio < 1 / DRIFT
 
     def _start_probe(self):
-        """The candidates take turns step by step, one untimed turn then PROBE_STEPS timed
-        ones; the current choice goes last in each turn, so the steps after the probe
-        continue with it."""
+        """TURNS turns per candidate, each a settling step then TURN_STEPS timed ones, the
+        candidates alternating turn by turn in the order, reversed, the order...; the current
+        choice goes last, so the steps after the probe continue with it."""
         order = [n for n in self.options if n != self.choice] + [self.choice]
-        self.plan = [(n, timed) for timed in [False] + [True] * PROBE_STEPS for n in order]
+        turns = [order if t % 2 == 0 else order[::-1] for t in range(TURNS)]
+        self.plan = [(n, timed) for turn in turns for n in turn
+                     for timed in [False] + [True] * TURN_STEPS]
         self.times = {n: [] for n in order}
         threads.use(self.plan[0][0])
 
@@ -128,11 +136,14 @@ class ThreadTuner(Callback):
                 threads.use(self.plan[0][0])
             return
         best = min((n for n in self.times if self.times[n]), key=lambda n: typical(self.times[n]))
+        mine = self.times[self.choice]
+        if mine and typical(self.times[best]) > (1 - MARGIN) * typical(mine):
+            best = self.choice          # within the noise: keep it, and let the interval grow
         self.interval = min(2 * self.interval, MAX_INTERVAL) if best == self.choice else \
             FIRST_INTERVAL
         self.choice, self.countdown = best, self.interval
         self.probed_at = time.perf_counter()
-        self.reference = typical(self.times[best])
+        self.reference = fmean(self.times[best])     # all of them: the steps to come
         self.recent.clear()
         self.probes += 1
         threads.use(best)
