@@ -35,7 +35,9 @@ A busy machine stretches the wall-clock parts unevenly (a preempted step is "ins
 preempted gather "outside"), so the same split is also reported in process CPU time
 (``cpu_overhead``: CPU outside the steps over CPU inside them, all threads; the prefetch
 thread's CPU counts where it falls, mostly inside) together with the CPU seconds per epoch,
-which compare the variants' total work directly.
+which compare the variants' total work directly. ``*_threads_after`` is the thread count the
+pools ran with at the end of a variant (``fit``'s thread tuner may choose fewer than the
+budget under load, and the prefetch only runs with two or more).
 """
 import argparse
 import contextlib
@@ -133,7 +135,7 @@ def main():
                 "fit_bar": fit(1)}
     variants = {name: variants[name] for name in args.variants.split(",")}
     measures = ("s_per_epoch", "step_s_per_epoch", "overhead", "cpu_s_per_epoch",
-                "cpu_overhead")
+                "cpu_overhead", "threads_after")
     results = {name: {measure: [] for measure in measures} for name in variants}
     for _ in range(args.rounds):
         for name, run in variants.items():
@@ -146,7 +148,8 @@ def main():
             cpu_inside = sum(step.cpu_seconds for step in steps.values())
             for measure, value in zip(measures, (
                     total / args.epochs, inside / args.epochs, (total - inside) / inside,
-                    cpu / args.epochs, (cpu - cpu_inside) / cpu_inside)):
+                    cpu / args.epochs, (cpu - cpu_inside) / cpu_inside,
+                    hiapi.threads.active_threads())):
                 results[name][measure].append(value)
     line = {"benchmark": "fit_overhead", "model": args.model, "backend": args.backend,
             "steps_per_epoch": len(batches), "epochs_each": args.epochs, "rounds": args.rounds}
