@@ -16,6 +16,15 @@ threads give the same bits (tested, ``tests/backends/test_gemm_bands.py``). Whet
 elements equal those of the whole product does not matter, and is not always so: OpenBLAS's
 small-matrix kernels take over for bands like ``64x1024 @ 1024x10`` and sum in another order.
 
+Only where the count can change: the bands start when fit's thread tuner first runs in this
+process (``enable``, called by ``hiapi.thread_tuner``) and stay on from then (the count the tuner
+left may differ from the budget). With the count fixed -- ``HIAPI_NUM_THREADS``,
+``set_num_threads``, one thread per rank under ``mpiexec`` -- OpenBLAS splits every product the
+same way on every call, so its own threads are deterministic too, and they are faster: no
+operand packed again per band, and every core of a large machine (the bands cap one product at
+``MAX_BANDS``, and a 1024-wide one at 4). Whether the bands are on depends only on what the
+script has run, never on timing.
+
 The cost against OpenBLAS's own threads is that each band packs the other operand again:
 bands are therefore wide (``MIN_BAND`` rows or columns), their number a power of two (equal
 work on 2 or 4 threads), and a product too small to share (``MIN_SPLIT_FLOPS``) runs whole on
@@ -31,6 +40,17 @@ from hiapi.backends.chunk_workers import workers
 MIN_BAND = 256              # rows or columns per band, at least (a multiple of 16: BLAS tiles)
 MAX_BANDS = 16
 MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
+_enabled = False            # set for good by fit's thread tuner: see the module docstring
+
+
+def enable():
+    """Products in fixed bands from now on in this process: the thread count may change."""
+    global _enabled
+    _enabled = True
+
+
+def enabled():
+    return _enabled
 
 
 def _power_of_two_at_most(n):
@@ -95,6 +115,9 @@ def in_bands(out, a, b, product):
     (``out`` of ``a @ b``'s shape), BLAS at one thread, on the threads fit runs with now. For
     kernels that compute more than the product in the same BLAS call (the ``gemm`` op's
     ``alpha``/``beta``, ``backends/numpy_backend/gemm_kernel.py``)."""
+    if not _enabled:                       # the count is fixed: OpenBLAS's threads, whole
+        product(out, a, b)
+        return
     pieces = [piece + (product,) for piece in _pieces(out, a, b)]
     workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
 
@@ -102,12 +125,12 @@ def in_bands(out, a, b, product):
 def matmul(out, a, b):
     """``out[...] = a @ b`` (numpy's ``matmul``, leading dimensions broadcast), in fixed
     pieces with single-threaded BLAS on the threads fit runs with now: the same bits on any
-    number of threads.
+    number of threads (once ``enable`` ran; before, numpy's ``matmul`` whole).
 
         out = np.empty((128, 512), np.float32)
         matmul(out, x, w)        # == x @ w, bit for bit the same on 1 or 2 threads
     """
-    if out.size == 0:
+    if out.size == 0 or not _enabled:
         np.matmul(a, b, out=out)
         return
     in_bands(out, a, b, _matmul)

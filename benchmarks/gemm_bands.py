@@ -8,7 +8,7 @@ single-threaded BLAS call on hiapi's threads, so the bits do not depend on the t
 (and fit's thread tuner may run in seeded scripts). OpenBLAS's own threads share the packed
 operands and split without a dispatch through Python, so the bands may cost something: this
 times the same compiled train step with the bands and with the products handed whole to
-OpenBLAS at the same thread count (``gemm_bands``'s two entry points swapped), alternating
+OpenBLAS at the same thread count (the bands switched on and off), alternating
 blocks of ``--steps`` steps ``--rounds`` times in one process per backend, so a noisy
 neighbour hits both alike. One JSON line per (workload, backend): medians and their ratio.
 
@@ -44,16 +44,6 @@ def model_for(workload):
     return hiapi.Sequential([hiapi.Input(shape=INPUT[workload])] + body)
 
 
-def whole(out, a, b):
-    """The product handed whole to BLAS at the thread count in force (hiapi before)."""
-    np.matmul(a, b, out=out)
-
-
-def whole_with(out, a, b, product):
-    """``gemm_bands.in_bands`` (the ``gemm`` op's BLAS call with beta) in one piece."""
-    product(out, a, b)
-
-
 def measure(workload, backend, rounds, steps):
     os.environ["HIAPI_BACKEND"] = backend
     import hiapi
@@ -64,13 +54,12 @@ def measure(workload, backend, rounds, steps):
     y = np.random.randint(0, 10, len(x))
     model.compile(optimizer=hiapi.optimizers.SGD(0.01, momentum=0.9),
                   loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
-    banded = gemm_bands.matmul, gemm_bands.in_bands
     times = {"bands": [], "whole": []}
     for _ in range(3):
         model.train_on_batch(x, y)
     for _ in range(rounds):
-        for name, (kernel, with_product) in (("bands", banded), ("whole", (whole, whole_with))):
-            gemm_bands.matmul, gemm_bands.in_bands = kernel, with_product
+        for name, banded in (("bands", True), ("whole", False)):
+            gemm_bands._enabled = banded        # what fit's thread tuner turns on
             model.train_on_batch(x, y)                  # one untimed step after the switch
             for _ in range(steps):
                 start = time.perf_counter()

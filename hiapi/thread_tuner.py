@@ -81,6 +81,8 @@ class ThreadTuner(Callback):
         if not self.active:        # back to the full budget, whatever an earlier fit chose
             threads.use(threads.budget().threads)
             return
+        from hiapi.backends import gemm_bands
+        gemm_bands.enable()        # products in fixed bands: the count changes no bit
         self.options = candidates(threads.budget().threads)
         self.choice = self.choice if self.choice in self.options else self.options[0]
         self.interval, self.countdown = FIRST_INTERVAL, 1     # step 0 compiles: not timed

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import hiapi
-from hiapi import config, threads
+from hiapi import config, thread_tuner, threads
 from hiapi.backends import chunk_workers, gemm_bands
 
 
@@ -56,6 +56,7 @@ def test_integers_too():
 
 
 def _on(count, monkeypatch, calls):
+    monkeypatch.setattr(gemm_bands, "_enabled", True)
     monkeypatch.setattr(chunk_workers.threads, "active_threads", lambda: count)
     real_run = chunk_workers.ChunkWorkers.run
 
@@ -85,7 +86,8 @@ def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, mon
     np.testing.assert_array_equal(results[0], results[1])
 
 
-def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back():
+def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back(monkeypatch):
+    monkeypatch.setattr(gemm_bands, "_enabled", True)
     blas = chunk_workers.workers._blas_libraries()
     if not blas:
         pytest.skip("no BLAS library that threadpoolctl controls")
@@ -102,11 +104,12 @@ def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back():
     assert [lib.num_threads for lib in blas] == before
 
 
-def _train(backend, workload, count):
-    """Weights after three seeded steps with ``count`` threads."""
+def _train(backend, workload, count, monkeypatch):
+    """Weights after three seeded steps with ``count`` threads, the count fit's thread tuner
+    picks (its only candidate), as under load."""
     previous = hiapi.backends.get_backend().name
     hiapi.backends.set_backend(backend)
-    config.set_num_threads(count)
+    monkeypatch.setattr(thread_tuner, "candidates", lambda budget: [count])
     try:
         hiapi.utils.set_random_seed(7)
         if workload == "mlp":      # examples/mnist_mlp.py's layers
@@ -123,18 +126,43 @@ def _train(backend, workload, count):
         model.fit(x, rng.integers(0, 10, 384), batch_size=128, epochs=1, verbose=0)
         return [w.copy() for w in model.get_weights()]
     finally:
-        config.set_num_threads(None)
         hiapi.backends.set_backend(previous)
 
 
 @pytest.mark.parametrize("workload", ["mlp", "convnet"])
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_seeded_training_gives_the_same_weights_on_one_and_two_threads(backend, workload):
+def test_seeded_training_gives_the_same_weights_on_one_and_two_threads(backend, workload,
+                                                                       monkeypatch):
     if backend == "numba":
         pytest.importorskip("numba", reason="the numba extra is not installed")
-    one, two = _train(backend, workload, 1), _train(backend, workload, 2)
+    if not threads.adaptive():
+        pytest.skip("fit's thread tuner is off here (a budget of one thread, or fixed)")
+    one, two = _train(backend, workload, 1, monkeypatch), _train(backend, workload, 2, monkeypatch)
+    assert gemm_bands.enabled()
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
+
+
+def test_with_the_count_fixed_products_go_whole_to_blas(monkeypatch):
+    """No tuner, no bands: OpenBLAS's own threads (deterministic at a fixed count, faster,
+    and every core of a large machine)."""
+    monkeypatch.setattr(gemm_bands, "_enabled", False)
+    seen = []
+    monkeypatch.setattr(gemm_bands, "_band", lambda piece, slot: seen.append(piece))
+    a, b = _operands(np.random.default_rng(3), (128, 784), (784, 512))
+    out = np.empty((128, 512), np.float32)
+    config.set_num_threads(2)
+    try:
+        hiapi.utils.set_random_seed(0)
+        model = hiapi.Sequential([hiapi.Input((784,)), hiapi.layers.Dense(10)])
+        model.compile(optimizer="sgd", loss="mse")
+        model.fit(a, np.zeros((128, 10), np.float32), epochs=1, verbose=0)
+    finally:
+        config.set_num_threads(None)
+    assert not gemm_bands.enabled()
+    gemm_bands.matmul(out, a, b)
+    assert seen == []
+    np.testing.assert_array_equal(out, a @ b)
 
 
 
