@@ -2,7 +2,7 @@
 
     python benchmarks/fit_overhead.py [--epochs 5] [--rounds 2] [--backend numpy]
                                       [--model mlp|convnet] [--samples 60000]
-                                      [--variants gather,loop,fit,fit_inline,fit_bar]
+                                      [--variants gather,loop,fit,fit_prefetch,fit_bar]
 
 By default the main job's model and data (MLP 512 on the bundled MNIST, batch 128, SGD with
 momentum, 469 steps per epoch): small steps, so per-batch Python work shows most; ``--model
@@ -14,11 +14,12 @@ row, interleaved round by round on the same model:
                 nothing else: the floor of a trainer that shuffles rows on the training thread
     loop        ``model.train_on_batch(xb, yb)`` over pre-sliced batches: a hand-written loop
     fit         ``model.fit(x, y, epochs=E, batch_size=128, verbose=0)``, called once for the
-                E epochs, as a user calls it: shuffling, gathering (the next batch prefetched
-                on a thread while the step runs, where ``models/prefetch.py`` decides it pays),
-                metrics, callbacks, and the NaN check of the data once per call
-    fit_inline  the same with prefetching switched off (``prefetch.ENABLED = False``): every
-                batch gathered on the training thread between steps
+                E epochs, as a user calls it: shuffling, gathering every batch on the training
+                thread between steps, metrics, callbacks, and the NaN check of the data once
+                per call
+    fit_prefetch  the same with ``HIAPI_PREFETCH=1`` (``prefetch.ENABLED``): the next batch
+                gathered on a helper thread while the step runs (``models/prefetch.py``; off
+                by default because whole epochs measured slower: compare ``*_s_per_epoch``)
     fit_bar     ``fit`` with ``verbose=1`` (the tqdm progress bar, output discarded)
 
 The compiled train step is wrapped in a timer, so each run splits into time inside the step
@@ -28,7 +29,7 @@ percent from epoch to epoch, far more than the overhead being measured, so the o
 ratio of the two parts of the *same* run (``overhead = outside / inside``), not a difference
 between runs. A batch gathered on the prefetch thread while a step runs costs nothing outside
 the step; if it slowed the step down instead, the step's own time shows it: ``*_step_s_per_epoch``
-is the time inside the steps per epoch, to compare between ``fit`` and ``fit_inline``.
+is the time inside the steps per epoch, to compare between ``fit`` and ``fit_prefetch``.
 One JSON line with, per variant, seconds per epoch and the overhead (medians over rounds).
 
 A busy machine stretches the wall-clock parts unevenly (a preempted step is "inside", a
@@ -73,7 +74,7 @@ def main():
     parser.add_argument("--backend", default=os.environ.get("HIAPI_BACKEND", "numpy"))
     parser.add_argument("--model", choices=("mlp", "convnet"), default="mlp")
     parser.add_argument("--samples", type=int, default=60000)
-    parser.add_argument("--variants", default="gather,loop,fit,fit_inline,fit_bar",
+    parser.add_argument("--variants", default="gather,loop,fit,fit_prefetch,fit_bar",
                         help="comma-separated subset to run")
     args = parser.parse_args()
     os.environ["HIAPI_BACKEND"] = args.backend
@@ -120,18 +121,18 @@ def main():
             for xb, yb in batches:
                 model.train_on_batch(xb, yb)
 
-    def fit(verbose, prefetching=True):
+    def fit(verbose, prefetching=False):
         def run():
-            prefetch.ENABLED = prefetching
+            default, prefetch.ENABLED = prefetch.ENABLED, prefetching
             try:
                 with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
                         contextlib.redirect_stderr(sink):
                     model.fit(x, y, epochs=args.epochs, batch_size=batch, verbose=verbose)
             finally:
-                prefetch.ENABLED = True
+                prefetch.ENABLED = default
         return run
 
-    variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_inline": fit(0, False),
+    variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_prefetch": fit(0, True),
                 "fit_bar": fit(1)}
     variants = {name: variants[name] for name in args.variants.split(",")}
     measures = ("s_per_epoch", "step_s_per_epoch", "overhead", "cpu_s_per_epoch",

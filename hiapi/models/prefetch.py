@@ -17,8 +17,16 @@ copied), when this process may run at least two threads now (``threads.active_th
 asked again before every batch: one means one core, e.g. a rank of several on a node,
 ``HIAPI_NUM_THREADS=1``, or the thread tuner backing off under load, where a thread that must
 wait for a core costs more than it saves) and when a batch is large enough that the hand-off
-between threads (tens of microseconds) is worth it (``MIN_BYTES``). ``ENABLED = False``
-switches it off (the benchmark compares both).
+between threads (tens of microseconds) is worth it (``MIN_BYTES``); and only when asked for
+(``HIAPI_PREFETCH=1``, ``hiapi.config.prefetch``; ``ENABLED`` is what the benchmark flips).
+
+Why off by default: it lowers ``fit``'s overhead *figure* (the time outside the steps), but on
+this project's 2-core machine, quiet, it made whole epochs slower: same-process A/B of the
+MNIST MLP (alternating epochs), 1.031x on numpy and 1.088x on numba, and ``fit`` against
+``fit`` with it off in ``benchmarks/fit_overhead.py`` 1.064x and 1.035x. The copy moves off
+the training thread but competes with the step's two BLAS threads for the same two cores and
+the memory bus, so the steps grow by more than the gather took. A machine whose budget leaves
+a core free (or slow storage behind the arrays) is where it can pay; measure there.
 
 Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
 ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in the step:
@@ -27,9 +35,9 @@ ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl
 import queue
 import threading
 
-from hiapi import threads
+from hiapi import config, threads
 
-ENABLED = True
+ENABLED = config.prefetch()
 # Below this a batch is copied inline in a few microseconds (2 us for 32 rows of 64 B, 8 us for
 # 16 MNIST rows, 49 KB), less than what the hand-off risks: a round trip to the thread took
 # 35-45 us when no step ran in between to hide it (128 MNIST rows: 47 us inline).

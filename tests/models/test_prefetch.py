@@ -13,6 +13,22 @@ def _prefetch_threads():
     return [t for t in threading.enumerate() if t.name == "hiapi-batch-prefetch"]
 
 
+@pytest.fixture(autouse=True)
+def switched_on(monkeypatch):
+    """HIAPI_PREFETCH=1 (off by default: ``hiapi.config.prefetch``)."""
+    monkeypatch.setattr(prefetch, "ENABLED", True)
+
+
+def test_off_unless_asked_for(monkeypatch):
+    monkeypatch.delenv("HIAPI_PREFETCH", raising=False)
+    assert not hiapi.config.prefetch()
+    monkeypatch.setenv("HIAPI_PREFETCH", "1")
+    assert hiapi.config.prefetch()
+    monkeypatch.setenv("HIAPI_PREFETCH", "yes")
+    with pytest.raises(ValueError, match="HIAPI_PREFETCH must be '1' or '0', got 'yes'"):
+        hiapi.config.prefetch()
+
+
 @pytest.fixture
 def prefetching(monkeypatch):
     """Prefetch even the tests' small batches, on any machine."""
