@@ -96,6 +96,8 @@ class ChunkWorkers:
     def _executor(self, size):
         # a forked child inherits the pool but not its threads: it starts its own
         if self._pool is None or self._pool._max_workers < size or self._pid != os.getpid():
+            if self._pool is not None and self._pid == os.getpid():
+                self._pool.shutdown(wait=False)         # a smaller one: its threads end
             self._pool = ThreadPoolExecutor(size, thread_name_prefix="hiapi-conv")
             self._pid = os.getpid()
         return self._pool

@@ -64,10 +64,9 @@ def band_plan(m, n, k):
     The longer side is cut, so the operand each band packs again is the smaller one."""
     axis = 0 if m > n else 1
     side = (m, n)[axis]
-    count = min(MAX_BANDS, side // MIN_BAND)
-    if 2 * m * n * k < 2 * MIN_SPLIT_FLOPS:       # not two bands of that much work
-        count = 1
-    count = _power_of_two_at_most(count)
+    # no band narrower than MIN_BAND, nor with less than MIN_SPLIT_FLOPS of work
+    count = _power_of_two_at_most(min(MAX_BANDS, side // MIN_BAND,
+                                      2 * m * n * k // MIN_SPLIT_FLOPS))
     size = -(-side // count)
     size = -(-size // 16) * 16
     return axis, tuple((start, min(start + size, side)) for start in range(0, side, size))

@@ -40,6 +40,7 @@ slices, or numba loops) as a ``Transforms``; ``register_winograd`` puts the thre
 front of a backend's im2col kernels for the shapes ``applies`` accepts.
 """
 from collections import namedtuple
+from functools import lru_cache
 
 import numpy as np
 
@@ -177,6 +178,9 @@ class Layout:
         self.kernel_bytes = aligned(16 * c * k * itemsize)
         self.half_bytes = aligned(12 * c * k * itemsize)
         self.lanes = min(LANES, len(self.pieces)) if kind == "filter" else 0
+        # the filter gradient's pieces, by the lane that adds them up
+        self.lane_pieces = np.array_split(np.arange(len(self.pieces)), self.lanes) \
+            if self.lanes else []
         # forward: U then G's temporary; filter gradient: G^T's temporary then the lane sums
         self.sums_at = self.half_bytes
         self.head = (self.sums_at + self.lanes * self.kernel_bytes if kind == "filter"
@@ -212,6 +216,13 @@ class Layout:
         return workspace[start + self.spare_at:start + self.product_at]
 
 
+@lru_cache(maxsize=256)
+def layout(grid, channels, filters, itemsize, transforms, kind):
+    """``Layout`` per geometry, worked out once: building it took 14-18 us, on every call of
+    every convolution of every step (as ``im2col._cached_layout``)."""
+    return Layout(grid, channels, filters, itemsize, transforms, kind)
+
+
 # ---- the three kernels --------------------------------------------------------------------
 
 def winograd_kernels(transforms):
@@ -221,7 +232,7 @@ def winograd_kernels(transforms):
     def convolve(out, x, w, grid, workspace):
         """out = x (*) w on the tiles of ``grid``; w (3, 3, C, K) as in the forward."""
         c, k = w.shape[2], w.shape[3]
-        at = Layout(grid, c, k, x.itemsize, transforms, "forward")
+        at = layout(grid, c, k, x.itemsize, transforms, "forward")
         U = take(workspace, (4, 4, c, k), x.dtype)
         kernel_transform(w, U, take(workspace, (4, 3, c, k), x.dtype, at.kernel_bytes))
         U = U.reshape(16, c, k)
@@ -248,8 +259,8 @@ def winograd_kernels(transforms):
                            workspace=None):
         c, k = out.shape[2], out.shape[3]
         grid = forward_tiling(x.shape, g.shape[1:3], padding)
-        at = Layout(grid, c, k, x.itemsize, transforms, "filter")
-        lanes = np.array_split(np.arange(len(at.pieces)), at.lanes)
+        at = layout(grid, c, k, x.itemsize, transforms, "filter")
+        lanes = at.lane_pieces
         sums = take(workspace, (at.lanes, 16, c, k), x.dtype, at.sums_at)
 
         def job(lane, slot):

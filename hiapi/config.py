@@ -71,9 +71,14 @@ def winograd():
     """Whether 3x3 stride-1 convolutions may run as Winograd F(2x2, 3x3)
     (``hiapi/backends/winograd.py``): ``HIAPI_WINOGRAD`` is "1" (default) or "0" (im2col +
     GEMM for every convolution: direct convolution's float32 rounding, at its speed)."""
-    value = os.environ.get("HIAPI_WINOGRAD", "1").strip() or "1"
+    return _switch("HIAPI_WINOGRAD", "1")
+
+
+def _switch(name, default):
+    """An on/off environment variable: "1" or "0" (``default`` when unset or empty)."""
+    value = os.environ.get(name, default).strip() or default
     if value not in ("0", "1"):
-        raise ValueError(f"HIAPI_WINOGRAD must be '1' or '0', got {value!r}")
+        raise ValueError(f"{name} must be '1' or '0', got {value!r}")
     return value == "1"
 
 
@@ -83,10 +88,7 @@ def prefetch():
     on this project's 2-core machine it made whole MLP epochs 3-9 % slower (the copy competes
     with the step's threads for the cores and memory bandwidth); on a machine with a core to
     spare beside the budget it may pay."""
-    value = os.environ.get("HIAPI_PREFETCH", "0").strip() or "0"
-    if value not in ("0", "1"):
-        raise ValueError(f"HIAPI_PREFETCH must be '1' or '0', got {value!r}")
-    return value == "1"
+    return _switch("HIAPI_PREFETCH", "0")
 
 
 _num_threads_override = None

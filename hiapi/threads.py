@@ -245,7 +245,7 @@ def use(n):
 
 def active_threads():
     """Threads the pools run with now (the budget, or fewer while fit adapts to the load)."""
-    return _applied.get("active", budget().threads)
+    return _applied.get("active") or budget().threads     # budget() only when not applied
 
 
 def adaptive():

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
-from hiapi.distribute.algorithms.shared_window import SharedSlots, node_communicator
+from hiapi.distribute.algorithms.shared_window import SharedSlots, require_one_node
 from hiapi.distribute.ring import segment_bounds
 
 LARGEST_CHUNK = 16 << 20
@@ -66,11 +66,7 @@ class OneNodeAllreduce(AllreduceAlgorithm):
 
     def __init__(self, comm, chunk_bytes=None):
         super().__init__(comm)
-        node = node_communicator(comm)
-        if node.Get_size() != self.size:
-            raise ValueError(
-                f"{self.name} allreduce: all {self.size} ranks must share one node's memory, "
-                f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
+        node = require_one_node(comm, self.name)
         self.base_chunk = chunk_bytes or default_chunk_bytes(node)
         self.shared = SharedSlots(node, max(self.base_chunk, LARGEST_CHUNK))
 

@@ -85,3 +85,14 @@ def node_communicator(comm, ranks_per_node=None):
     if ranks_per_node:
         node = node.Split(color=comm.Get_rank() // ranks_per_node, key=comm.Get_rank())
     return node
+
+
+def require_one_node(comm, name):
+    """The node communicator of ``comm``, which must hold all of ``comm``'s ranks (the
+    one-node algorithms: ``name`` is the algorithm's, for the error)."""
+    node = node_communicator(comm)
+    if node.Get_size() != comm.Get_size():
+        raise ValueError(
+            f"{name} allreduce: all {comm.Get_size()} ranks must share one node's memory, "
+            f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
+    return node

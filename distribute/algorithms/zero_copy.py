@@ -34,7 +34,7 @@ import numpy as np
 
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm, flat_view
 from hiapi.distribute.algorithms.flag_fence import FlagFence
-from hiapi.distribute.algorithms.shared_window import node_communicator
+from hiapi.distribute.algorithms.shared_window import require_one_node
 from hiapi.distribute.algorithms.window_arrays import WindowArrays
 from hiapi.distribute.ring import segment_bounds
 
@@ -42,16 +42,6 @@ from hiapi.distribute.ring import segment_bounds
 # ranks, blocks of 64 KB / 256 KB / 1 MB / a whole 8 MB slice took 0.34 / 0.23 / 0.27 / 0.30x
 # native's time (one loaded run each): within the noise, so the cache-sized choice is kept
 BLOCK_BYTES = 256 << 10
-
-
-def require_one_node(comm, name):
-    """The node communicator of ``comm``, which must hold all of ``comm``'s ranks."""
-    node = node_communicator(comm)
-    if node.Get_size() != comm.Get_size():
-        raise ValueError(
-            f"{name} allreduce: all {comm.Get_size()} ranks must share one node's memory, "
-            f"but this rank's node holds {node.Get_size()}; use algorithm='hierarchical'")
-    return node
 
 
 def reduce_and_push(copies, owner, lo, hi, block):

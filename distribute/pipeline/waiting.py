@@ -46,20 +46,26 @@ class Yielding:
 
 
 def oversubscribed(comm):
-    """Whether this node runs more ranks of ``comm`` than this process may use cores."""
+    """Whether a node runs more ranks of ``comm`` than its ranks together may use cores (the
+    union of their affinity masks: ranks pinned one to a core each are not oversubscribed)."""
     from mpi4py import MPI
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    cores = set().union(*node.allgather(os.sched_getaffinity(0)))
     ranks = node.Get_size()
     node.Free()
-    return ranks > len(os.sched_getaffinity(0))
+    return ranks > len(cores)
 
 
 def for_communicator(comm):
-    """``Yielding`` when the node is oversubscribed, else ``Spinning``; ``HIAPI_PIPELINE_WAIT``
-    (``spin`` or ``yield``) chooses instead."""
+    """``Yielding`` when a node is oversubscribed, else ``Spinning``; ``HIAPI_PIPELINE_WAIT``
+    (``spin`` or ``yield``) chooses instead. Agreed over ``comm`` (yield if any rank would):
+    the two meet differently before the step's closing collective, so ranks that chose apart
+    would hang."""
     chosen = os.environ.get("HIAPI_PIPELINE_WAIT", "").strip().lower()
     if chosen not in ("", "spin", "yield"):
         raise ValueError(f"HIAPI_PIPELINE_WAIT must be 'spin' or 'yield', got {chosen!r}")
-    if chosen == "yield" or (not chosen and comm is not None and oversubscribed(comm)):
-        return Yielding()
-    return Spinning()
+    if comm is None:
+        return Yielding() if chosen == "yield" else Spinning()
+    from mpi4py import MPI
+    yielding = chosen == "yield" or (not chosen and oversubscribed(comm))
+    return Yielding() if comm.allreduce(yielding, op=MPI.LOR) else Spinning()

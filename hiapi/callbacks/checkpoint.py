@@ -123,6 +123,9 @@ class BackupAndRestore(Callback):
                              f"{compiled.log_names}): {error}; compile the model as it was "
                              f"when the backup was made") from None
 
+    def reads_batch_logs(self, hook, batch):
+        return False        # a backup saves the running totals, not the batch's logs
+
     def on_train_batch_end(self, batch, logs=None):
         if self.save_freq != "epoch" and (batch + 1) % self.save_freq == 0:
             self._backup(self._epoch, batch + 1)
