@@ -110,11 +110,12 @@ def main():
     gatherer, shuffles = data.BatchGatherer([x, labels]), np.random.default_rng(1)
 
     def gather():
+        step = model._step("train", [x], [labels])          # one function for every batch size
         for _ in range(args.epochs):
             order = shuffles.permutation(len(x))
             for i in range(0, len(x), batch):
                 xb, yb = gatherer.take(order[i:i + batch])
-                model._step("train", [xb], [yb])(xb, yb, *model.optimizer.step_values())
+                step(xb, yb, *model.optimizer.step_values())
 
     def loop():
         for _ in range(args.epochs):

@@ -14,7 +14,7 @@ neighbour hits both alike. One JSON line per (workload, backend): medians and th
 
     mnist_mlp  examples/mnist_mlp.py's model, 784-512-10, batch 128
     mlp        benchmarks/train_step.py's MLP, 784-1024-1024-10, batch 256
-    convnet    the Keras MNIST convnet, batch 128 (its gradients' GEMMs are banded too)
+    convnet    train_step.py's Keras MNIST convnet, batch 128 (its gradients' GEMMs are banded too)
 """
 import argparse
 import json
@@ -22,48 +22,44 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-BATCH = {"mnist_mlp": 128, "mlp": 256, "convnet": 128}
-INPUT = {"mnist_mlp": (784,), "mlp": (784,), "convnet": (28, 28, 1)}
+sys.path.insert(0, str(Path(__file__).parent))
+import train_step  # noqa: E402  (the models and their compiled step, shared with train_step.py)
+
+train_step.BATCH["mnist_mlp"], train_step.INPUT["mnist_mlp"] = 128, (784,)
+_train_step_model = train_step.hiapi_model
 
 
-def model_for(workload):
+def hiapi_model(workload):
+    """train_step.py's models, and examples/mnist_mlp.py's (784-512-10) as ``mnist_mlp``."""
+    if workload != "mnist_mlp":
+        return _train_step_model(workload)
     import hiapi
     from hiapi import layers
-    if workload == "mnist_mlp":
-        body = [layers.Dense(512, activation="relu"), layers.Dense(10)]
-    elif workload == "mlp":
-        body = [layers.Dense(1024, activation="relu"), layers.Dense(1024, activation="relu"),
-                layers.Dense(10)]
-    else:
-        body = [layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(),
-                layers.Conv2D(64, 3, activation="relu"), layers.MaxPooling2D(),
-                layers.Flatten(), layers.Dense(10)]
-    return hiapi.Sequential([hiapi.Input(shape=INPUT[workload])] + body)
+    return hiapi.Sequential([hiapi.Input(shape=(784,)), layers.Dense(512, activation="relu"),
+                             layers.Dense(10)])
+
+
+train_step.hiapi_model = hiapi_model
 
 
 def measure(workload, backend, rounds, steps):
-    os.environ["HIAPI_BACKEND"] = backend
+    step = train_step.hiapi_step(workload, backend)     # seeded, compiled, SGD with momentum
     import hiapi
     from hiapi.backends import gemm_bands
-    hiapi.utils.set_random_seed(0)
-    model = model_for(workload)
-    x = np.random.rand(BATCH[workload], *INPUT[workload]).astype(np.float32)
-    y = np.random.randint(0, 10, len(x))
-    model.compile(optimizer=hiapi.optimizers.SGD(0.01, momentum=0.9),
-                  loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
     times = {"bands": [], "whole": []}
     for _ in range(3):
-        model.train_on_batch(x, y)
+        step()
     for _ in range(rounds):
         for name, banded in (("bands", True), ("whole", False)):
             gemm_bands._enabled = banded        # what fit's thread tuner turns on
-            model.train_on_batch(x, y)                  # one untimed step after the switch
+            step()                              # one untimed step after the switch
             for _ in range(steps):
                 start = time.perf_counter()
-                model.train_on_batch(x, y)
+                step()
                 times[name].append(time.perf_counter() - start)
     return {"threads": hiapi.threads.active_threads(), **times}
 
