@@ -132,16 +132,12 @@ def planned_backward(function, shapes, budget):
         return planned_arena(function, shapes), True
     outputs, updates = function.optimized()
     forward, rest = outputs[:function.forward_outputs], outputs[function.forward_outputs:]
-    candidates = checkpoints.evaluate(forward, rest, updates, dict(zip(function.inputs, shapes)))
-    if budget is None:                                  # "sublinear"
-        affordable = [c for c in candidates if c.extra_flops <= checkpoints.MAX_EXTRA_FORWARD *
-                      checkpoints._forward_flops(forward, dict(zip(function.inputs, shapes)))]
-        chosen = min(affordable or candidates[:1], key=lambda c: (c.arena_bytes, c.extra_flops))
-        return chosen.arena_bytes, True
-    fitting = [c for c in candidates if c.arena_bytes <= budget]
-    if not fitting:
+    fed = dict(zip(function.inputs, shapes))
+    candidates = checkpoints.evaluate(forward, rest, updates, fed)
+    chosen = checkpoints.pick(candidates, forward, fed, budget)
+    if chosen is None:
         return min(c.arena_bytes for c in candidates), False
-    return min(fitting, key=lambda c: (c.extra_flops, c.arena_bytes)).arena_bytes, True
+    return chosen.arena_bytes, True
 
 
 def memory_aware_split(costs, planner):

@@ -68,17 +68,24 @@ def choose(forward, rest, updates, fed, budget=None, name="function"):
     """The plan for ``compile(memory="sublinear")`` (``budget`` None) or for a byte budget.
     ``fed``: placeholder Var -> concrete shape."""
     candidates = evaluate(forward, rest, updates, fed)
-    forward_flops = _forward_flops(forward, fed)
-    if budget is None:
-        affordable = [c for c in candidates
-                      if c.extra_flops <= MAX_EXTRA_FORWARD * forward_flops] or candidates[:1]
-        return min(affordable, key=lambda c: (c.arena_bytes, c.extra_flops))
-    fitting = [c for c in candidates if c.arena_bytes <= budget]
-    if not fitting:
+    chosen = pick(candidates, forward, fed, budget)
+    if chosen is None:
         smallest = min(c.arena_bytes for c in candidates)
         raise ValueError(f"Function {name!r}: no recomputation plan fits the memory budget of "
                          f"{budget:,} bytes; the smallest achievable is {smallest:,} bytes")
-    return min(fitting, key=lambda c: (c.extra_flops, c.arena_bytes))
+    return chosen
+
+
+def pick(candidates, forward, fed, budget=None):
+    """Which of ``evaluate``'s candidates ``choose`` takes: without a budget the smallest arena
+    within MAX_EXTRA_FORWARD of recomputation, with one the least recomputation that fits
+    (None when none does)."""
+    if budget is None:
+        limit = MAX_EXTRA_FORWARD * _forward_flops(forward, fed)
+        affordable = [c for c in candidates if c.extra_flops <= limit] or candidates[:1]
+        return min(affordable, key=lambda c: (c.arena_bytes, c.extra_flops))
+    fitting = [c for c in candidates if c.arena_bytes <= budget]
+    return min(fitting, key=lambda c: (c.extra_flops, c.arena_bytes)) if fitting else None
 
 
 def evaluate(forward, rest, updates, fed):
