@@ -116,7 +116,8 @@ class PipelineStrategy(Strategy):
         self.pipeline_split = list(pipeline_split) if pipeline_split is not None else None
         self.pipeline_stats = PipelineStats()
         self.stage, self.starts, self.costs, self.ownership = None, None, None, None
-        self.stage_memory, self.memory_budget = None, None     # planned per stage (bytes)
+        self.memory_budget = None
+        self._planner, self._bounds, self._stage_memory = None, None, None
         self._batch_size = None            # fit's, once it batches (``batches``)
         self.optimizer_state = None        # ownership, or the grid's (tensor slices too)
         self._model, self._stage_of = None, {}
@@ -149,8 +150,7 @@ class PipelineStrategy(Strategy):
         else:
             self.starts = memory_aware_split(self.costs, planner)
         bounds = self.starts + [len(layers)]
-        self.stage_memory = [planner.memory(k, a, b)
-                             for k, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+        self._planner, self._bounds, self._stage_memory = planner, bounds, None
         self.memory_budget = planner.budget
         a, b = bounds[self.stage_index], bounds[self.stage_index + 1]
         last = self.stage_index == self.pipeline_stages - 1
@@ -163,7 +163,7 @@ class PipelineStrategy(Strategy):
                                    tensor=tensor)
         if planner.budget is not None:   # what the forward and the held activations leave
             self.stage.backward.recompute = planner.backward_budget(
-                self.stage_index, a, b, self.stage_memory[self.stage_index].forward)
+                self.stage_index, a, b, planner.memory(self.stage_index, a, b).forward)
         stage_of = {}                 # variable -> the world rank that owns it (replica 0, part 0)
         for index in range(self.pipeline_stages):
             for layer in layers[bounds[index]:bounds[index + 1]]:
@@ -259,6 +259,17 @@ class PipelineStrategy(Strategy):
             self.optimizer_state.consolidate(model.optimizer)
 
     # ---- explain -----------------------------------------------------------------------------
+    @property
+    def stage_memory(self):
+        """Every stage's ``StageMemory`` (planned bytes). Without a budget only ``explain``
+        asks, so each rank plans the other stages' graphs then, not while building its step
+        (with one they were planned to choose the split, and are cached)."""
+        if self._stage_memory is None and self._planner is not None:
+            bounds = self._bounds
+            self._stage_memory = [self._planner.memory(k, a, b)
+                                  for k, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+        return self._stage_memory
+
     def explain(self, model=None, print_fn=print):
         """The split, each stage's estimated cost and planned memory, and the idle time:
         (K-1)/(M+K-1), predicted for this schedule and these stages' estimated costs
