@@ -2,7 +2,7 @@
 
     python benchmarks/fit_overhead.py [--epochs 5] [--rounds 2] [--backend numpy]
                                       [--model mlp|convnet] [--samples 60000]
-                                      [--variants gather,loop,fit,fit_prefetch,fit_bar]
+                                      [--variants gather,loop,fit,fit_prefetch,fit_bar,fit_chunks]
 
 By default the main job's model and data (MLP 512 on the bundled MNIST, batch 128, SGD with
 momentum, 469 steps per epoch): small steps, so per-batch Python work shows most; ``--model
@@ -21,6 +21,9 @@ row, interleaved round by round on the same model:
                 gathered on a helper thread while the step runs (``models/prefetch.py``; off
                 by default because whole epochs measured slower: compare ``*_s_per_epoch``)
     fit_bar     ``fit`` with ``verbose=1`` (the tqdm progress bar, output discarded)
+    fit_chunks  ``fit`` with Keras's ``shuffle="batch"``: batch-sized chunks in a random order,
+                each batch a slice of the arrays, so nothing is gathered: what ``fit`` costs
+                beyond the row-by-row copy that ``shuffle=True`` needs
 
 The compiled train step is wrapped in a timer, so each run splits into time inside the step
 (the executor and kernels, the same work in every variant) and time outside it (the trainer's
@@ -74,7 +77,7 @@ def main():
     parser.add_argument("--backend", default=os.environ.get("HIAPI_BACKEND", "numpy"))
     parser.add_argument("--model", choices=("mlp", "convnet"), default="mlp")
     parser.add_argument("--samples", type=int, default=60000)
-    parser.add_argument("--variants", default="gather,loop,fit,fit_prefetch,fit_bar",
+    parser.add_argument("--variants", default="gather,loop,fit,fit_prefetch,fit_bar,fit_chunks",
                         help="comma-separated subset to run")
     args = parser.parse_args()
     os.environ["HIAPI_BACKEND"] = args.backend
@@ -122,19 +125,20 @@ def main():
             for xb, yb in batches:
                 model.train_on_batch(xb, yb)
 
-    def fit(verbose, prefetching=False):
+    def fit(verbose, prefetching=False, shuffle=True):
         def run():
             default, prefetch.ENABLED = prefetch.ENABLED, prefetching
             try:
                 with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
                         contextlib.redirect_stderr(sink):
-                    model.fit(x, y, epochs=args.epochs, batch_size=batch, verbose=verbose)
+                    model.fit(x, y, epochs=args.epochs, batch_size=batch, verbose=verbose,
+                              shuffle=shuffle)
             finally:
                 prefetch.ENABLED = default
         return run
 
     variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_prefetch": fit(0, True),
-                "fit_bar": fit(1)}
+                "fit_bar": fit(1), "fit_chunks": fit(0, shuffle="batch")}
     variants = {name: variants[name] for name in args.variants.split(",")}
     measures = ("s_per_epoch", "step_s_per_epoch", "overhead", "cpu_s_per_epoch",
                 "cpu_overhead", "threads_after")

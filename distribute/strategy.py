@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hiapi.hints import InputData
+from hiapi.models import data
 from hiapi import random as _random
 from hiapi.backends import get_backend
 from hiapi.graph import Variable, ops, placeholder
@@ -162,7 +163,7 @@ class Strategy:
 
     # ---- data ----------------------------------------------------------------------------
     def batches(self, n, batch_size, shuffle, rng):
-        order = rng.permutation(n) if shuffle else np.arange(n)
+        order = data.epoch_order(n, batch_size * self.size, shuffle, rng)
         global_batch = batch_size * self.size
         out = []
         for start in range(0, n, global_batch):

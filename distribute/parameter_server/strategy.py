@@ -35,6 +35,7 @@ from hiapi.distribute.parameter_server.stats import ParameterServerStats
 from hiapi.distribute.parameter_server.worker import (Client, PushPull, Pulled,
                                                      register_kernels)
 from hiapi.distribute.scope import strategy_scope
+from hiapi.models import data
 from hiapi.models.distribution import LOCAL, Local
 
 
@@ -113,7 +114,7 @@ class ParameterServerStrategy(Local):
 
     # ---- data: each worker its share of every global batch of the workers ----------------------
     def batches(self, n, batch_size, shuffle, rng):
-        order = rng.permutation(n) if shuffle else np.arange(n)
+        order = data.epoch_order(n, batch_size * self.workers, shuffle, rng)
         mine = min(self.world_rank, self.workers - 1)     # servers count, never iterate
         out = []
         for start in range(0, n, batch_size * self.workers):

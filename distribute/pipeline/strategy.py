@@ -52,7 +52,7 @@ from hiapi.distribute.strategy import Strategy
 from hiapi.distribute.tensor_parallel import ops as tp_ops
 from hiapi.distribute.tensor_parallel.rewrite import TensorParallelRewrite
 from hiapi.distribute.tensor_parallel.strategy import join, own_slice, split_layers
-from hiapi.models import steps
+from hiapi.models import data, steps
 from hiapi.models.distribution import LOCAL
 
 
@@ -188,7 +188,7 @@ class PipelineStrategy(Strategy):
         self._batch_size = batch_size
         if self.replicas == 1:
             return LOCAL.batches(n, batch_size, shuffle, rng)
-        order = rng.permutation(n) if shuffle else np.arange(n)
+        order = data.epoch_order(n, batch_size * self.replicas, shuffle, rng)
         out = []
         for start in range(0, n, batch_size * self.replicas):
             chunk = order[start:start + batch_size * self.replicas]

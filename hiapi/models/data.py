@@ -106,8 +106,43 @@ def split_validation(arrays, fraction):
         tuple([a[split_at:] for a in part] for part in arrays)
 
 
+def check_shuffle(shuffle):
+    """``fit``'s ``shuffle``: True, False or Keras's ``"batch"``."""
+    if shuffle == "batch" or isinstance(shuffle, (bool, np.bool_)):
+        return shuffle if shuffle == "batch" else bool(shuffle)
+    raise ValueError(f"fit: shuffle must be True, False or 'batch', got {shuffle!r}")
+
+
+def chunk_starts(n, block, rng):
+    """Keras's ``shuffle="batch"``: the starts of ``n`` samples' chunks of ``block`` rows, the
+    full chunks in a random order and a partial one, if any, last (as Keras's tf.data path
+    orders them). A chunk's rows stay in their order: a batch is then a slice of the arrays
+    (a view, nothing gathered), where a row shuffle copies every batch row by row from all
+    over the data (``BatchGatherer``). Keras's numpy iterator also permutes the rows inside
+    a batch, which changes no gradient but the order its sum is taken in."""
+    full = n // block
+    return [int(k) * block for k in rng.permutation(full)] + ([full * block] if n % block
+                                                              else [])
+
+
+def epoch_order(n, block, shuffle, rng):
+    """One epoch's order of the ``n`` samples, as indices: in order, a permutation of all
+    samples (``shuffle=True``), or chunks of ``block`` (the global batch) in a random order
+    (``shuffle="batch"``)."""
+    if not shuffle:
+        return np.arange(n)
+    if shuffle == "batch":
+        return np.concatenate([np.arange(start, min(start + block, n))
+                               for start in chunk_starts(n, block, rng)] or [np.arange(0)])
+    return rng.permutation(n)
+
+
 def batch_indices(n, batch_size, shuffle, rng):
-    """Index arrays (or slices) of each batch; a shuffled epoch permutes all samples."""
+    """Index arrays (or slices) of each batch; a shuffled epoch permutes all samples, a
+    ``"batch"``-shuffled one takes slices in a random order."""
+    if shuffle == "batch":
+        return [slice(start, min(start + batch_size, n))
+                for start in chunk_starts(n, batch_size, rng)]
     if shuffle:
         order = rng.permutation(n)
         return [order[i:i + batch_size] for i in range(0, n, batch_size)]

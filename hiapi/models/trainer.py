@@ -189,7 +189,7 @@ class Trainer:
     def fit(self, x: InputData = None, y: InputData = None, batch_size: int | None = None,
             epochs: int = 1, verbose: Verbose = "auto", callbacks: Sequence[Callback] | None = None,
             validation_split: float = 0.0, validation_data: tuple[Any, ...] | InputData = None,
-            shuffle: bool = True, class_weight: Mapping[int, float] | None = None,
+            shuffle: bool | str = True, class_weight: Mapping[int, float] | None = None,
             sample_weight: ArrayLike | None = None, initial_epoch: int = 0,
             steps_per_epoch: int | None = None, validation_steps: int | None = None,
             validation_batch_size: int | None = None, validation_freq: int = 1) -> History:
@@ -205,7 +205,7 @@ class Trainer:
              validation_data, shuffle, class_weight, sample_weight, initial_epoch,
              steps_per_epoch, validation_steps, validation_batch_size, validation_freq):
         plan = self.distribution
-        batch_size = data.check_batch_size(batch_size)
+        batch_size, shuffle = data.check_batch_size(batch_size), data.check_shuffle(shuffle)
         train_data, validation = fit_adapters(
             self, x, y, sample_weight, class_weight, batch_size, plan, steps_per_epoch,
             validation_split, validation_data, validation_steps, validation_batch_size)
@@ -243,7 +243,7 @@ class Trainer:
                 if shuffle else None
             # closed however the epoch ends (a break, an error, Ctrl-C): a prefetching
             # adapter's thread stops with it (models/prefetch.py)
-            with contextlib.closing(train_data.epoch(rng, skip)) as batches:
+            with contextlib.closing(train_data.epoch(rng, skip, shuffle == "batch")) as batches:
                 for step, (feed, local_n, global_n) in enumerate(batches, skip):
                     begin_batch(step)
                     step_values = next_step_values()

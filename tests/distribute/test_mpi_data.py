@@ -14,7 +14,7 @@ from hiapi import layers
 from mpi import run_mpi
 
 
-def one_process(ranks):
+def one_process(ranks, shuffle=False):
     """The worker's model and data trained here on global batches of 25 * ranks samples."""
     rng = np.random.default_rng(7)
     y = rng.integers(0, 4, 400)
@@ -24,15 +24,19 @@ def one_process(ranks):
                               layers.Dense(4, activation="softmax")])
     model.compile(optimizer=hiapi.optimizers.SGD(0.1, momentum=0.9),
                   loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    history = model.fit(x, y, batch_size=25 * ranks, epochs=2, shuffle=False, verbose=0)
+    history = model.fit(x, y, batch_size=25 * ranks, epochs=2, shuffle=shuffle, verbose=0)
     return model.get_weights(), history.history, model.evaluate(x, y, verbose=0)
 
 
 @pytest.mark.parametrize("ranks, mode", [(2, "pydataset"), (4, "pydataset"),
-                                         (2, "generator")])
+                                         (2, "generator"), (2, "batch-shuffle"),
+                                         (4, "batch-shuffle")])
 def test_batch_sources_train_like_one_process_on_the_global_batch(tmp_path, ranks, mode):
+    """``batch-shuffle``: fit(shuffle="batch") reorders the same global chunks as one process
+    on the global batch does (the same seed), each rank taking its part of every chunk."""
     run_mpi(ranks, "data_sources.py", tmp_path, mode)
-    weights, history, evaluation = one_process(ranks)
+    weights, history, evaluation = one_process(ranks, "batch" if mode == "batch-shuffle"
+                                               else False)
     logs = [json.load(open(tmp_path / f"history_{r}.json")) for r in range(ranks)]
     for rank in range(ranks):
         saved = np.load(tmp_path / f"weights_{rank}.npz")

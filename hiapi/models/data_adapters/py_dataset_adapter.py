@@ -35,7 +35,7 @@ class PyDatasetAdapter(DataAdapter):
                              f"(0 samples)")
         return batch
 
-    def epoch(self, rng=None, skip=0):
+    def epoch(self, rng=None, skip=0, by_batch=False):
         order = rng.permutation(self.length) if rng is not None else np.arange(self.length)
         mine = order[self.plan.rank::self.plan.size][:self.steps]
         for step in range(skip, self.steps):

@@ -7,6 +7,7 @@ usage: data_sources.py OUT_DIR MODE
   counts      rank r holds 400 - 7r samples: every rank must raise, naming each count
   same-steps  rank r holds 400 - r samples (same number of steps): must raise as well
   short-generator  rank 1's generator has one batch fewer (no steps_per_epoch)
+  batch-shuffle  arrays with fit(shuffle="batch"): each rank its part of every chunk
 """
 import itertools
 import json
@@ -58,6 +59,9 @@ elif mode == "generator":
     history = model.fit(itertools.cycle(my_batches()), steps_per_epoch=steps, epochs=2,
                         verbose=0)
     evaluation = model.evaluate(iter(my_batches()), verbose=0)
+elif mode == "batch-shuffle":
+    history = model.fit(x, y, batch_size=BATCH, epochs=2, shuffle="batch", verbose=0)
+    evaluation = model.evaluate(x, y, verbose=0)
 elif mode == "short-generator":
     history = model.fit(iter(my_batches(drop_last=rank == 1)), epochs=1, verbose=0)
 else:
