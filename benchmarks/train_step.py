@@ -98,7 +98,8 @@ def hiapi_step(workload, backend):
 
 def torch_step(workload):
     import torch
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    if "OMP_NUM_THREADS" in os.environ:      # else torch's own choice (ranks_per_node.py)
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     torch.manual_seed(0)
     model = torch_model(workload)
     shape = INPUT[workload]
