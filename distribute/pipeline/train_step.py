@@ -141,7 +141,8 @@ class PipelineTrainStep:
         combined = [sum(np.asarray(r[i], np.float64) * w for r, w in zip(ordered, shares))
                     .astype(np.asarray(ordered[0][i]).dtype) for i in range(n_losses)]
         position = n_losses
-        for (_, metric), size in zip(compiled.metrics or [], compiled._metric_sizes):
+        sizes = compiled._metric_sizes[len(ordered[0])]          # this step's layout
+        for (_, metric), size in zip(compiled.metrics or [], sizes):
             for i in range(position, position + size):
                 parts = [np.asarray(r[i]) for r in ordered]
                 combined.append(sum(parts[1:], parts[0].copy()) if metric.uses_statistics

@@ -56,6 +56,7 @@ class CompiledTargets:
         self._weighted = set()       # ids of the metrics that receive sample weights
         self._loss_trackers = None
         self._totals = None          # StepTotals: adds each step into the trackers and metrics
+        self._metric_sizes = {}      # step output count -> outputs per metric (``build``)
 
     # ---- labels ------------------------------------------------------------------------------
     def prepare_labels(self, ys):
@@ -147,9 +148,13 @@ class CompiledTargets:
         metric_outputs = [metric.step_outputs(labels[i], outputs[i], sample_weights[i]
                                               if id(metric) in self._weighted else None)
                           for i, metric in self.metrics]
-        self._metric_sizes = [len(values) for values in metric_outputs]
-        return [total] + (per_output if len(self.names) > 1 else []) + \
+        results = [total] + (per_output if len(self.names) > 1 else []) + \
             [value for values in metric_outputs for value in values]
+        # by the step's output count: a weighted step gives a host-side weighted metric one
+        # more output (its sample weights) than an unweighted one, and train and validation
+        # steps of one fit may differ so (``StepTotals``)
+        self._metric_sizes[len(results)] = [len(values) for values in metric_outputs]
+        return results
 
     @property
     def log_names(self):
@@ -164,7 +169,7 @@ class CompiledTargets:
         for _, metric in self.metrics or []:
             metric.reset_state()
         self._totals = StepTotals(self._loss_trackers, [m for _, m in self.metrics or []],
-                                  getattr(self, "_metric_sizes", []))
+                                  self._metric_sizes)
 
     def record(self, results, batch_size):
         """Add one step's outputs; returns the step's total loss."""

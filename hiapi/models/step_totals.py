@@ -7,8 +7,9 @@ several times that with the caches cold after a step, and most of fit's bookkeep
 every value is a float64 scalar added into a float64 scalar, which ``total[()] += value`` does
 with the same rounding (one float64 addition) for a fraction of the cost.
 
-``StepTotals`` looks at the first step's outputs once (after each ``reset``) and sorts every
-value into a plan: loss totals (value times the batch size) and their sample counts, scalar
+``StepTotals`` looks at a step's outputs once (after each ``reset``, and per layout of outputs:
+a weighted train step and an unweighted validation step of the same model can differ) and
+sorts every value into a plan: loss totals (value times the batch size) and their sample counts, scalar
 statistics of built-in metrics added as they are, and everything else (a custom metric's
 host-side ``update_state``, a metric with vector statistics or integer state, a subclass with
 its own ``merge_statistics``) merged by the metric itself, as before. The plan holds the
@@ -23,17 +24,18 @@ from hiapi.metrics.metric import Metric, StatisticsMetric
 class StepTotals:
     def __init__(self, loss_trackers, metrics, sizes):
         """``loss_trackers``: one ``Mean`` per logged loss (the step's first outputs, in
-        order); ``metrics``: the compiled metrics with ``sizes``, how many step outputs each
-        takes after the losses."""
+        order); ``metrics``: the compiled metrics; ``sizes``: for a step with that many
+        outputs, how many of them each metric takes after the losses."""
         self.loss_trackers, self.metrics, self.sizes = loss_trackers, metrics, sizes
-        self.plan = None
+        self.plans = {}
 
     def record(self, results, batch_size):
         """Add one step's outputs (``results``, the step's output arrays) for a batch of
         ``batch_size`` samples."""
-        if self.plan is None:
-            self.plan = self._plan(results)
-        losses, added, merged = self.plan
+        plan = self.plans.get(len(results))
+        if plan is None:
+            plan = self.plans[len(results)] = self._plan(results, self.sizes[len(results)])
+        losses, added, merged = plan
         for total, count, k in losses:        # Mean.update_state(loss, batch_size)
             total[()] += float(results[k]) * batch_size
             count[()] += batch_size
@@ -42,11 +44,11 @@ class StepTotals:
         for metric, start, stop in merged:
             metric.merge_step_outputs(results[start:stop])
 
-    def _plan(self, results):
+    def _plan(self, results, sizes):
         losses = [(tracker.total.value, tracker.count.value, k)
                   for k, tracker in enumerate(self.loss_trackers)]
         added, merged, position = [], [], len(self.loss_trackers)
-        for metric, size in zip(self.metrics, self.sizes):
+        for metric, size in zip(self.metrics, sizes):
             outputs = results[position:position + size]
             variables = _scalar_statistics(metric, outputs)
             if variables is None:

@@ -83,7 +83,7 @@ def test_step_totals_add_like_the_metrics_own_merges():
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)      # builds the step
     compiled = model._compiled_targets
     step = [f for key, f in model._step_functions.items() if key[0] == "train"][0]
-    sizes = compiled._metric_sizes
+    (sizes,) = compiled._metric_sizes.values()             # one step built: its layout
     tracked = [m for _, m in compiled.metrics]
     compiled.reset()
     reference_trackers = [hiapi.metrics.Mean() for _ in compiled._loss_trackers]
@@ -109,11 +109,46 @@ def test_step_totals_add_like_the_metrics_own_merges():
     for tracker, reference in zip(compiled._loss_trackers, reference_trackers):
         assert tracker.total.numpy() == reference.total.numpy()
         assert tracker.count.numpy() == reference.count.numpy() == 40
-    losses, added, merged = totals.plan
+    (losses, added, merged), = totals.plans.values()
     assert [metric for metric, _, _ in merged] == tracked[1:]     # vector state, host metric
     assert len(added) == 2                                        # accuracy's total and count
     assert tracked[2].result() == pytest.approx(float(np.sum(model.predict(x, verbose=0))),
                                                 rel=1e-5)
+
+
+def test_weighted_train_metrics_stay_weighted_after_unweighted_validation():
+    """A host-side weighted metric takes one more step output (the weights) in a weighted
+    train step than in the unweighted validation step built at the end of epoch 1; the
+    epochs after it must still record the train step with its own layout."""
+    import hiapi
+    from hiapi import layers
+
+    class WeightedHostMean(hiapi.metrics.Metric):
+        def __init__(self, name="host_mean", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.total = self.add_variable(shape=(), initializer="zeros", name="total")
+            self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            y_pred = np.asarray(y_pred).reshape(-1)
+            w = np.ones_like(y_pred) if sample_weight is None else \
+                np.asarray(sample_weight).reshape(-1)
+            self.total.assign(self.total.numpy() + float(np.sum(y_pred * w)))
+            self.count.assign(self.count.numpy() + float(np.sum(w)))
+
+        def result(self):
+            return self.total.numpy() / max(self.count.numpy(), 1)
+
+    x = np.random.default_rng(0).random((64, 3)).astype("float32")
+    y, weights = x[:, :1] * 2, np.where(np.arange(64) % 2 == 0, 0.0, 3.0)
+    runs = []
+    for validation in (None, (x, y)):
+        hiapi.utils.set_random_seed(1)
+        model = hiapi.Sequential([hiapi.Input(shape=(3,)), layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse", weighted_metrics=[WeightedHostMean()])
+        runs.append(model.fit(x, y, sample_weight=weights, validation_data=validation,
+                              epochs=3, batch_size=16, verbose=0).history["host_mean"])
+    assert runs[0] == runs[1]
 
 
 def test_batch_logs_are_built_for_the_callbacks_that_read_them():
