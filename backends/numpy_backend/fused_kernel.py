@@ -8,16 +8,17 @@ walked one index at a time) and the program runs chunk by chunk, each step writi
 slot of the op's planned workspace (``backends/workspace.py``: ``program_scratch`` declares
 its size, so the memory plan holds it), or in place into the slot of a step input that dies
 there, and the last step writing into the planned output itself. The temporary is then at most
-one chunk per step, whatever the batch; the chunks stay in cache between steps. Elementwise
-kernels compute each element independently, so the results are those of the whole-array
-evaluation bit for bit.
+one chunk per step, whatever the batch; the chunks stay in cache between steps. A step whose
+kernel declares scratch of its own (``where``'s bit-select mask) gets it for one chunk in the
+same workspace. Elementwise kernels compute each element independently, so the results are
+those of the whole-array evaluation bit for bit.
 """
 import math
 
 import numpy as np
 
 from hiapi.backends.numpy_backend import backend
-from hiapi.backends.workspace import ALIGN, take
+from hiapi.backends.workspace import ALIGN, aligned, take
 
 CHUNK_BYTES = 1 << 18       # per step; a few steps' chunks fit in L2
 
@@ -30,7 +31,7 @@ def program_scratch(shapes, dtypes, attrs):
     """Workspace bytes of the chunked program (output shape first, then the inputs'): the
     slots of one chunk per step that does not run in place."""
     step_dtypes = [dtype for _, dtype in attrs["shapes"]]
-    return _plan(attrs["program"], step_dtypes, shapes[1:], shapes[0])[-1]
+    return _plan(attrs["program"], step_dtypes, shapes[1:], shapes[0], dtypes[1:])[-1]
 
 
 @backend.register("fused_elementwise", scratch=program_scratch)
@@ -39,13 +40,14 @@ def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     plan = scratch.get(key)                 # per node and shapes: a few small tuples
     if plan is None:
         plan = scratch[key] = _plan(program, [dtype for _, dtype in shapes],
-                                    [a.shape for a in inputs], out.shape)
+                                    [a.shape for a in inputs], out.shape,
+                                    [a.dtype for a in inputs])
     steps, slots, calls, axis, rows, total = plan
     space = take(workspace, (total,), np.uint8)
     last, ndim = len(program) - 1, out.ndim
     for chunk in _chunks(out.shape, axis, rows):
         values = []
-        for index, (kernel, attrs, refs) in enumerate(calls):
+        for index, (kernel, attrs, refs, own) in enumerate(calls):
             args = [_part(inputs[k], ndim, chunk) if kind == "input" else values[k]
                     for kind, k in refs]
             shape, dtype = steps[index]
@@ -55,15 +57,19 @@ def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
                 target = _slot(space, slots[index][1], _part_shape(shape, ndim, chunk), dtype)
             else:                                   # in place into that step's value
                 target = values[slots[index][1]]
-            kernel(target, *args, **attrs)
+            if own is None:
+                kernel(target, *args, **attrs)
+            else:                                   # the step's own scratch, for this chunk
+                kernel(target, *args, workspace=space[own[0]:own[0] + own[1]], **attrs)
             values.append(target)
 
 
-def _plan(program, dtypes, input_shapes, out_shape):
+def _plan(program, dtypes, input_shapes, out_shape, input_dtypes):
     """Each step's (shape, dtype); where it writes: ``("workspace", byte offset)`` or
     ``("step", k)``, the value of a step input it can overwrite (each step value has one
-    reader, so it dies at the step that reads it); each step's kernel and attributes, looked up
-    once rather than per chunk; the chunked axis, the rows per chunk and the workspace bytes."""
+    reader, so it dies at the step that reads it); each step's kernel, attributes, argument
+    refs and own scratch ``(byte offset, bytes)`` or None, looked up once rather than per
+    chunk; the chunked axis, the rows per chunk and the workspace bytes."""
     steps = []
     for index, (op, refs) in enumerate(program):
         shape = np.broadcast_shapes(*[input_shapes[k] if kind == "input" else steps[k][0]
@@ -80,7 +86,7 @@ def _plan(program, dtypes, input_shapes, out_shape):
         if index == len(program) - 1:
             slots.append(("output", None))          # the last step writes the output itself
             continue
-        # ``where`` in place into its ``a`` would need a mask (kernels.where): only ``b``
+        # ``where`` in place into its ``a`` would need a mask (where_kernel.py): only ``b``
         candidates = refs[2:] if op.name == "where" else refs
         donors = [k for kind, k in candidates if kind == "step" and steps[k][0] == shape and
                   steps[k][1] == dtype] if op.name in ALIAS_SAFE else []
@@ -90,8 +96,27 @@ def _plan(program, dtypes, input_shapes, out_shape):
         nbytes = math.prod(_part_shape(shape, len(out_shape), chunk)) * dtype.itemsize
         slots.append(("workspace", total))
         total += -(-nbytes // ALIGN) * ALIGN
-    calls = [(backend.kernels[op.name], op.attrs(), refs) for op, refs in program]
+    calls = []
+    for index, (op, refs) in enumerate(program):
+        own = _step_scratch(op, refs, steps, index, (input_shapes, input_dtypes),
+                            out_shape, chunk)
+        if own:
+            own, total = (total, own), total + aligned(own)
+        calls.append((backend.kernels[op.name], op.attrs(), refs, own or None))
     return steps, slots, calls, axis, rows, total
+
+
+def _step_scratch(op, refs, steps, index, inputs, out_shape, chunk):
+    """Bytes of the scratch the step's kernel declares for the largest chunk (0: none);
+    ``inputs``: the program inputs' shapes and dtypes."""
+    declare = backend.scratch.get(op.name)
+    if declare is None:
+        return 0
+    ndim = len(out_shape)
+    args = [(inputs[0][k], inputs[1][k]) if kind == "input" else steps[k] for kind, k in refs]
+    shapes = [steps[index][0]] + [shape for shape, _ in args]
+    dtypes = [steps[index][1]] + [dtype for _, dtype in args]
+    return int(declare([_part_shape(s, ndim, chunk) for s in shapes], dtypes, op.attrs()))
 
 
 def _first_chunk(shape, axis, rows):

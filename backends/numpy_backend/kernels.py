@@ -35,18 +35,6 @@ def relu(out, x):
     np.maximum(x, 0, out=out)
 
 
-@register("where")
-def where(out, cond, a, b):
-    # np.where has no ``out``: an output-sized temporary outside the memory plan. Instead fill
-    # from one side and copy the other where it is picked; when the output is ``a``'s buffer
-    # (in place) keep ``a`` and bring ``b`` (a bool mask, a quarter of a float32 output).
-    if np.may_share_memory(out, a):
-        np.copyto(out, b, where=np.logical_not(cond))
-    else:
-        np.copyto(out, b)
-        np.copyto(out, a, where=cond)
-
-
 @register("cast")
 def cast(out, x, dtype):
     out[...] = x
