@@ -3,10 +3,12 @@
 The program (see ``hiapi.graph.passes.fusion``) becomes the source of a function that walks the
 output once; each step is a scalar expression, so intermediates live in registers, not arrays.
 The source is written to the user cache and imported, so numba's ``cache=True`` keeps the
-machine code on disk between runs. An input may have the output's shape, be a single value, or
+machine code on disk between runs. An input may have the output's shape, be a single value,
 match the output's trailing axes (a bias over channels: the loop then runs over rows and
-columns and reads it by column); programs with an op that has no scalar form here, or with
-other broadcasting, run on the numpy kernels instead. Small outputs run on one thread.
+columns and reads it by column), or match all but the last axis with a length-1 last axis (a
+per-row value such as softmax's maximum and sum: read by row); programs with an op that has no
+scalar form here, or with other broadcasting, run on the numpy kernels instead. Small outputs
+run on one thread.
 """
 import hashlib
 import importlib.util
@@ -35,14 +37,17 @@ EXPRESSIONS = {
 _compiled = {}
 
 
-# How the loop reads an input: the output's element i, the one value, or (broadcast over the
-# output's trailing axes) column j of a row, or j modulo its size when it is shorter than a row.
+# How the loop reads an input: the output's element i, the one value, (broadcast over the
+# output's trailing axes) column j of a row, or j modulo its size when it is shorter than a
+# row, or (one value per row of the last axis, shape (..., 1)) element ``row``.
 FULL, SCALAR, TRAILING, TRAILING_SHORTER = "full", "scalar", "trailing", "trailing_shorter"
+PER_ROW = "per_row"
+ROWS = (TRAILING, PER_ROW)          # modes that need the rows x columns loop
 
 
 def _read(k, mode):
     return {FULL: f"in{k}[i]", SCALAR: f"in{k}[0]", TRAILING: f"in{k}[j]",
-            TRAILING_SHORTER: f"in{k}[j % in{k}.size]"}[mode]
+            TRAILING_SHORTER: f"in{k}[j % in{k}.size]", PER_ROW: f"in{k}[row]"}[mode]
 
 
 # Below this many elements a fused loop runs on one thread: starting numba's workqueue threads
@@ -66,7 +71,7 @@ def _function(program, modes, name, dtypes, parallel):
     lines = [f"@njit(parallel={parallel}, cache=True, fastmath=False)",
              f"def {name}(out, columns, {args}):"]
     indent = "        "
-    if TRAILING in modes:
+    if any(mode in ROWS for mode in modes):
         lines += [f"    for row in {loop}(out.size // columns):",
                   "        for j in range(columns):",
                   "            i = row * columns + j"]
@@ -128,11 +133,16 @@ def _modes(shapes, out_shape):
             modes.append(FULL)
         elif size == 1:
             modes.append(SCALAR)
+        elif ndim >= 2 and shape == out_shape[:-1] + (1,):
+            modes.append(PER_ROW)
         else:
             core = shape[next(k for k, d in enumerate(shape) if d != 1):]
             fits = len(core) <= ndim and out_shape[ndim - len(core):] == core
             modes.append(TRAILING if fits else None)
             columns = max(columns, size) if fits else columns
+    if PER_ROW in modes:                # rows are the last axis: a trailing input must fit one
+        columns = max(columns, out_shape[-1])
+        modes = [None if m == PER_ROW and columns != out_shape[-1] else m for m in modes]
     modes = [TRAILING_SHORTER if m == TRAILING and math.prod(shape) < columns else m
              for m, shape in zip(modes, shapes)]
     return tuple(modes), columns

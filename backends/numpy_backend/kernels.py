@@ -1,4 +1,6 @@
 """numpy kernels: ``kernel(out, *inputs, **attrs)`` writes into ``out``; view kernels return."""
+import math
+
 import numpy as np
 
 from hiapi.backends import array_kernels, gemm_bands
@@ -57,7 +59,7 @@ def argmax(out, x, axis):
 
 @register("size")
 def size(out, x, axis, dtype):
-    out[...] = int(np.prod([x.shape[a] for a in axis]))
+    out[...] = math.prod([x.shape[a] for a in axis])     # math.prod: np.prod took ~20 us
 
 
 @register("matmul")

@@ -39,18 +39,29 @@ def test_fused_program_compiles_to_one_loop_and_matches_numpy(numba_backend, tmp
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
 
-def test_trailing_broadcast_compiles_and_other_broadcasts_fall_back(numba_backend):
+def test_trailing_and_per_row_broadcasts_compile_and_other_broadcasts_fall_back(numba_backend):
     from hiapi.backends.numba_backend import fused
     x, b = placeholder((None, 4), "float64"), placeholder((4,), "float64")
-    column = placeholder((None, 1), "float64")
-    f = Function([x, b, column], [ops.exp(x + b) * 2.0, ops.relu(x - column)])
-    values = [np.ones((3, 4)), np.arange(4.0), np.arange(3.0)[:, None]]
+    column = placeholder((None, 1), "float64")          # one value per row: softmax's max
+    f = Function([x, b, column], [ops.exp(x + b) * 2.0, ops.relu(x - column) * b])
+    values = [np.arange(12.0).reshape(3, 4) / 7, np.arange(4.0), np.arange(3.0)[:, None]]
     fused._compiled.clear()
     bias, centred = f(*values)
     np.testing.assert_allclose(bias, np.exp(values[0] + values[1]) * 2.0)
-    np.testing.assert_allclose(centred, np.maximum(values[0] - values[2], 0))
-    modes = [key[2] for key in fused._compiled]
-    assert modes == [("full", "trailing", "scalar")]    # the (3, 1) column ran on numpy
+    np.testing.assert_allclose(centred, np.maximum(values[0] - values[2], 0) * values[1])
+    modes = sorted(key[2] for key in fused._compiled)
+    assert modes == [("full", "per_row", "trailing"), ("full", "trailing", "scalar")]
+    # a middle axis broadcast, and a per-row value beside a bias spanning two axes: on numpy
+    x3, middle = placeholder((None, 3, 4), "float64"), placeholder((3, 1), "float64")
+    rows, plane = placeholder((None, 3, 1), "float64"), placeholder((3, 4), "float64")
+    values = [np.arange(24.0).reshape(2, 3, 4), np.arange(3.0)[:, None],
+              np.arange(6.0).reshape(2, 3, 1), np.ones((3, 4)) * 0.5]
+    fused._compiled.clear()
+    got = Function([x3, middle, rows, plane],
+                   [ops.tanh(x3 - middle), ops.tanh(x3 * plane - rows)])(*values)
+    np.testing.assert_allclose(got[0], np.tanh(values[0] - values[1]), rtol=1e-14)
+    np.testing.assert_allclose(got[1], np.tanh(values[0] * values[3] - values[2]), rtol=1e-14)
+    assert not fused._compiled
 
 
 def test_unknown_backend_still_lists_numba():
@@ -83,3 +94,20 @@ def test_trailing_inputs_of_different_lengths_read_by_column(numba_backend):
     got = Function([x, plane, row], ops.tanh(x * plane - row))(*values)
     np.testing.assert_allclose(got, np.tanh(values[0] * values[1] - values[2]), rtol=1e-14)
     assert [key[2] for key in fused._compiled] == [("full", "trailing", "trailing_shorter")]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sparse_cross_entropy_loop_matches_numpy_and_checks_labels(dtype):
+    from hiapi.backends.numba_backend import backend as numba_kernels
+    from hiapi.backends.numpy_backend import backend as numpy_kernels
+    rng = np.random.default_rng(0)
+    logits = (rng.normal(size=(2, 128, 10)) * 30).astype(dtype)     # large: the shift matters
+    labels = rng.integers(0, 10, (2, 128))
+    got, expected = np.empty((2, 128), dtype), np.empty((2, 128), dtype)
+    numba_kernels.kernels["sparse_softmax_cross_entropy"](got, logits, labels)
+    numpy_kernels.kernels["sparse_softmax_cross_entropy"](expected, logits, labels)
+    np.testing.assert_allclose(got, expected, rtol=2e-6 if dtype == np.float32 else 1e-13,
+                               atol=1e-6 if dtype == np.float32 else 1e-13)
+    labels[1, 7] = 10
+    with pytest.raises(ValueError, match="label 10 is outside the 10 classes"):
+        numba_kernels.kernels["sparse_softmax_cross_entropy"](got, logits, labels)
