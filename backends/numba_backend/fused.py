@@ -72,9 +72,13 @@ def _function(program, modes, name, dtypes, parallel):
              f"def {name}(out, columns, {args}):"]
     indent = "        "
     if any(mode in ROWS for mode in modes):
+        # an unsigned flat index: with a signed one numba checks for negative indices
+        # (wraparound) on every read, which keeps LLVM from vectorising the loop; measured 10x
+        # slower for bias + relu over 256x1024 (258 against 25 us on one thread)
         lines += [f"    for row in {loop}(out.size // columns):",
+                  "        base = row * columns",
                   "        for j in range(columns):",
-                  "            i = row * columns + j"]
+                  "            i = np.uint64(base + j)"]
         indent += "    "
     else:
         lines.append(f"    for i in {loop}(out.size):")
