@@ -67,6 +67,12 @@ class Communicator:
         every rank allocates the same sizes in the same order."""
         return None
 
+    def release_shared(self):
+        """Free the ``shared_array`` arrays nothing uses any more (no array of the process views
+        them: a recompiled model's old gradient buckets); returns how many. Collective: every
+        rank calls it at the same point (``Strategy`` does before building a step's buckets)."""
+        return 0
+
     def set_progress(self, text):
         """Where training is (``"epoch 2, batch 5"``), for the stall report."""
 
@@ -128,6 +134,14 @@ class MPICommunicator(Communicator):
             return None
         self.background.drain()              # the allocation is collective, as the calls are
         return self.allreducer.allocate(count, dtype)
+
+    def release_shared(self):
+        if self.allreducer is None:
+            return 0
+        self.background.drain()              # freeing is collective, and nothing in flight
+        if self.watchdog is not None:
+            self.watchdog.forget_arrays()
+        return self.allreducer.release_unused()
 
     def set_progress(self, text):
         if self.watchdog is not None:

@@ -64,7 +64,8 @@ class AllreduceWait(Op):
 
 
 class SharedBucket(Bucket):
-    """A bucket whose flat buffer lives in shared memory, reused every step."""
+    """A bucket whose flat buffer lives in shared memory, reused every step; its window is
+    freed once no step holds the bucket (``WindowArrays.release_unused``)."""
 
     def __init__(self, communicator, sizes, stats, buffer):
         super().__init__(communicator, sizes, stats)

@@ -67,7 +67,8 @@ class CommunicationStats:
 
     def __init__(self):
         self.sent = self.dense = self.steps = 0
-        self.shared_buckets = 0          # buckets living in shared memory (zero_copy's)
+        self.shared_buckets = 0          # buckets allocated in shared memory (zero_copy's)
+        self.shared_buckets_freed = 0    # of those (and other shared arrays), freed since
 
     def record(self, sent, dense):
         self.sent += sent
@@ -220,6 +221,9 @@ class Strategy:
         return optimizer.get_updates(gradients, variables)
 
     def _bucketed(self, pairs):
+        # the buckets of steps no longer held (a recompiled model's) go before new ones come:
+        # every rank builds the same steps in the same order, so all reach this point together
+        self.stats.shared_buckets_freed += self.communicator.release_shared()
         reduced = {}
         for members in split_buckets(pairs, self.bucket_cap_bytes):
             sizes = [int(np.prod(v.shape)) for _, v in members]

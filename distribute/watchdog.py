@@ -50,6 +50,13 @@ def describe(name, array=None):
     return f"{name} of {array.size} {array.dtype} ({array.nbytes / scale:.1f} {unit})"
 
 
+class Shape:
+    """What ``describe`` reads of an array (size, dtype, nbytes), without the array."""
+
+    def __init__(self, array):
+        self.size, self.dtype, self.nbytes = array.size, array.dtype, array.nbytes
+
+
 class Watchdog:
     def __init__(self, comm, timeout, poll=None):
         from mpi4py import MPI
@@ -71,6 +78,15 @@ class Watchdog:
         atexit.register(self.stop)    # before mpi4py's MPI_Finalize (a C-level exit hook)
 
     # ---- the main thread's side: cheap bookkeeping -----------------------------------------
+
+    def forget_arrays(self):
+        """Keep only the shape of the last collective's array: the record would otherwise keep
+        it alive, and with it a shared-memory window that could be freed (a recompiled
+        model's gradient bucket). Called between collectives (``current`` is None)."""
+        last = self.last
+        if last is not None and last[2] is not None and not isinstance(last[2], Shape):
+            self.last = (last[0], last[1], Shape(last[2]), last[3])
+
     def enter(self, name, array):
         """The main thread enters blocking collective ``name`` (on ``array``, or None); it
         sets ``current = None`` when the collective returns."""

@@ -90,6 +90,12 @@ class ThreadTuner(Callback):
         self.probed_at = time.perf_counter()
         self.recent = deque(maxlen=RECENT)
 
+    def set_model(self, model):
+        """Not kept: this callback never reads the model, and it outlives the fit (one per
+        process), so keeping it would keep the last trained model alive, its compiled steps
+        and their buffers with it (a strategy's shared-memory gradient buckets, which are
+        freed only once nothing holds them)."""
+
     def reads_batch_logs(self, hook, batch):
         return False                # it times the steps; fit need not build logs for it
 

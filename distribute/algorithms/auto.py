@@ -67,6 +67,9 @@ class AutoAllreduce(AllreduceAlgorithm):
                 return array
         return None
 
+    def release_unused(self):
+        return sum(candidate.release_unused() for candidate in self.candidates)
+
     def shortlist(self, nbytes):
         """Native, then the ``SHORTLIST`` other candidates the model prices lowest."""
         native, others = self.candidates[0], self.candidates[1:]

@@ -64,6 +64,11 @@ class AllreduceAlgorithm:
         grows): where ``auto``'s tuner and the cost model time the candidates."""
         return None
 
+    def release_unused(self):
+        """Free the arrays ``allocate`` gave that nothing uses any more (collective: every rank
+        calls it at the same point); returns how many. Nothing to free by default."""
+        return 0
+
     def choose(self, nbytes):
         """The algorithm that will run a call on ``nbytes`` bytes (``auto`` picks one)."""
         return self

@@ -17,17 +17,71 @@ array in it, starts on a page (MPICH lays the segments end to end). ``peers`` al
 of an allocated array (a prefix, a reshape): it finds the allocation by the array's address,
 among every ``WindowArrays`` of the process over the same ranks (an array one communicator
 allocated is summed in place by another's ``zero_copy``: ``auto``'s candidate, a benchmark's).
+
+Freeing (``release_unused``). ``MPI.Win.Free`` is collective over the node and unmaps every
+rank's segment, so it cannot run from a finalizer (the garbage collector reaches an object at
+different moments on different ranks), and an array still viewing the window would read
+unmapped memory. So an allocation is freed only when no array of the process views it any
+more, and only at a point every rank reaches in the same order: ``release_unused`` (the
+strategy calls it, through ``MPICommunicator.release_shared``, before it allocates the buckets
+of a new train step). Whether anything still views an allocation is read from reference
+counts: a numpy view of an array made by ``np.frombuffer`` keeps that array as its ``base``
+(numpy collapses a chain of views down to it), so the P segment arrays made here are referenced
+by every view of the window's memory, the caller's array, the views an executor holds, the
+``_found`` cache's peer views, an allreduce in flight on a background thread. Counts above the
+ones taken at allocation mean "in use". Each rank collects its garbage, names its unused
+allocations, and the node frees those every rank named, in allocation order; one still in use
+on any rank is kept for a later call. A freed window can therefore never be read through an
+array: every array that could read it is gone. ``close`` frees everything and refuses,
+naming the count, while an allocation is still in use.
+
+The tables below are shared by every allocator of the process, and an allocator's ``find``
+runs on its communicator's background thread (the overlapped bucket allreduce), its scratch
+array may grow there too, while another communicator allocates or frees on the main thread:
+``_lock`` guards every read and write of them.
 """
 import bisect
+import gc
+import sys
+import threading
 
 import numpy as np
 
 PAGE = 4096
-# every allocation of the process: sorted start addresses, and (start, end, ranks, segments)
+_lock = threading.RLock()             # guards the four tables below (see the module's text)
+# every allocation of the process: sorted start addresses, and the ``Region`` at each
 _starts: list[int] = []
-_regions: list[tuple] = []
+_regions: list["Region"] = []
 _found: dict[tuple, tuple] = {}       # (address, nbytes, dtype, ranks) -> ([P arrays], tag): the per-call lookup
 _allocated = [0]  # the number of the process's last allocation (agreed over its ranks)
+
+
+def live_allocations():
+    """How many allocations the process holds now (every allocator's, scratch arrays
+    included): what ``release_unused`` keeps bounded."""
+    with _lock:
+        return len(_regions)
+
+
+def _references(segments):
+    """The reference count of each segment array (every view of the window holds one)."""
+    return [sys.getrefcount(segment) for segment in segments]
+
+
+class Region:
+    """One allocation: where this rank's segment lies, whose segments it holds (``ranks``, as
+    world ranks), the P segment arrays, its agreed number, and the segments' reference counts
+    when nothing but this record viewed them."""
+
+    def __init__(self, start, end, ranks, segments, number, window):
+        self.start, self.end, self.ranks, self.number = start, end, ranks, number
+        self.segments, self.window = segments, window
+        self.baseline = _references(segments)
+
+    def in_use(self):
+        """Whether any array besides this record's own still views the window (call with
+        ``_found`` cleared: its peer views count)."""
+        return _references(self.segments) != self.baseline
 
 
 class WindowArrays:
@@ -38,7 +92,7 @@ class WindowArrays:
         # the node's processes in its rank order, as world ranks: whose segments these are
         self.ranks = tuple(MPI.Group.Translate_ranks(
             node_comm.Get_group(), list(range(self.size)), MPI.COMM_WORLD.Get_group()))
-        self._windows = []          # MPI windows, kept open for the arrays' lifetime
+        self._windows = []          # its Regions, in allocation order (the same on every rank)
         self._scratch = self._scratch_window = None
 
     def allocate(self, count, dtype):
@@ -57,36 +111,66 @@ class WindowArrays:
         # must be the same on every rank, but a process's own count is not (ranks that also
         # allocated on different sub-communicators made different numbers of allocations), so
         # the ranks take one past the largest (which every later number of each exceeds).
-        asked = self.comm.allgather((nbytes, _allocated[0]))
+        with _lock:
+            last = _allocated[0]
+        asked = self.comm.allgather((nbytes, last))
         if any(n != nbytes for n, _ in asked):
             sizes = ", ".join(f"rank {r}: {n:,} bytes" for r, (n, _) in enumerate(asked))
             raise ValueError(
                 f"shared_array: the ranks asked for different sizes ({sizes}); the allocation "
                 f"is collective: every rank asks for the same sizes in the same order (for a "
                 f"Strategy's gradient buckets: every rank must build the same model)")
-        number = _allocated[0] = max(n for _, n in asked) + 1
+        number = max(n for _, n in asked) + 1
         window = MPI.Win.Allocate_shared(-(-nbytes // PAGE) * PAGE, 1, comm=self.comm)
-        self._windows.append(window)
         segments = [np.frombuffer(window.Shared_query(r)[0], np.uint8, count=nbytes)
                     for r in range(self.size)]
+        start = segments[self.rank].__array_interface__["data"][0]
+        region = Region(start, start + nbytes, self.ranks, segments, number, window)
         mine = segments[self.rank]
         mine.fill(0)                       # faulted in now, not in the first timed call
-        start = mine.__array_interface__["data"][0]
-        at = bisect.bisect(_starts, start)
-        _starts.insert(at, start)
-        _regions.insert(at, (start, start + nbytes, self.ranks, segments, number))
+        with _lock:
+            # another allocator's thread may have numbered one meanwhile: never go back
+            _allocated[0] = max(_allocated[0], number)
+            at = bisect.bisect(_starts, start)
+            _starts.insert(at, start)
+            _regions.insert(at, region)
+        self._windows.append(region)
         self.comm.Barrier()                # every rank's segment zeroed before anyone reads it
-        return mine[:count * dtype.itemsize].view(dtype), window
+        return mine[:count * dtype.itemsize].view(dtype), region
 
-    def _free(self, window):
-        """Free one allocation (collective); its arrays must not be used again."""
-        start = np.frombuffer(window.Shared_query(self.rank)[0], np.uint8).__array_interface__[
-            "data"][0]
-        at = _starts.index(start)
-        del _starts[at], _regions[at]
-        _found.clear()                     # no view of the freed memory may be handed out
-        self._windows.remove(window)
-        window.Free()
+    def _free(self, region):
+        """Free one allocation (collective: every rank frees the same ones in the same order);
+        the caller has made sure no array views it any more."""
+        with _lock:
+            at = _starts.index(region.start)
+            del _starts[at], _regions[at]
+            _found.clear()                 # no view of the freed memory may be handed out
+        self._windows.remove(region)
+        region.segments = None             # the last arrays on this memory
+        region.window.Free()
+        region.window = None
+
+    def _unused(self):
+        """This rank's allocations (not the scratch array) that nothing views any more, by
+        agreed number, after a garbage collection (a dropped step may sit in a cycle)."""
+        gc.collect()
+        with _lock:
+            _found.clear()                 # the cache's peer views are not a use
+            return [region.number for region in self._windows
+                    if region is not self._scratch_window and not region.in_use()]
+
+    def release_unused(self):
+        """Free every allocation of this allocator that no array on any rank views any more
+        (collective over the node: every rank calls it at the same point of the program).
+        Returns how many were freed. An allocation still viewed on some rank (a compiled
+        step still held, a caller's array) is kept, and freed by a later call once dropped."""
+        if not any(region is not self._scratch_window for region in self._windows):
+            return 0                       # the same on every rank: allocations are collective
+        agreed = set.intersection(*map(set, self.comm.allgather(self._unused())))
+        freed = [region for region in self._windows if region.number in agreed]
+        for region in freed:               # in allocation order, the same on every rank
+            self._free(region)
+        return len(freed)
 
     def scratch_holds(self, nbytes):
         """Whether ``scratch`` has ``nbytes`` without growing (growing is collective)."""
@@ -99,11 +183,22 @@ class WindowArrays:
         nbytes = count * dtype.itemsize
         if not self.scratch_holds(nbytes):
             grown = 1 << max(nbytes - 1, PAGE).bit_length()
-            if self._scratch_window is not None:       # every rank is past its last use:
-                self.comm.Barrier()                    # the call that used it ended in a fence
-                self._free(self._scratch_window)
+            old, self._scratch, self._scratch_window = self._scratch_window, None, None
+            if old is not None:
+                self._retire(old)
             self._scratch, self._scratch_window = self._allocate(grown, np.uint8)
         return self._scratch[:nbytes].view(dtype)
+
+    def _retire(self, region):
+        """Free an outgrown scratch array now if no rank still views it (a caller may hold
+        one handed out earlier: ``timing_array``'s), else leave it to ``release_unused`` as
+        an ordinary allocation. The exchange of flags is also the barrier that proves every
+        rank is past its last use (the call that used it ended in a fence)."""
+        with _lock:
+            _found.clear()
+            unused = not region.in_use()
+        if all(self.comm.allgather(unused)):
+            self._free(region)
 
     def peers(self, array):
         """Every rank's copy of ``array`` (a contiguous array inside one allocation), in rank
@@ -117,21 +212,41 @@ class WindowArrays:
         catch a call where they passed different arrays (whose sums would be silently wrong)."""
         address = array.__array_interface__["data"][0]
         key = (address, array.nbytes, array.dtype, self.ranks)
-        found = _found.get(key)
-        if found is None:
-            at = bisect.bisect(_starts, address) - 1
-            if at < 0:
-                return None
-            start, end, ranks, segments, number = _regions[at]
-            if address + array.nbytes > end or ranks != self.ranks:
-                return None
-            lo = address - start
-            found = _found[key] = (
-                [s[lo:lo + array.nbytes].view(array.dtype) for s in segments],
-                hash((number, lo, array.nbytes, array.dtype.num)))
+        with _lock:
+            found = _found.get(key)
+            if found is None:
+                at = bisect.bisect(_starts, address) - 1
+                if at < 0:
+                    return None
+                region = _regions[at]
+                if address + array.nbytes > region.end or region.ranks != self.ranks:
+                    return None
+                lo = address - region.start
+                found = _found[key] = (
+                    [s[lo:lo + array.nbytes].view(array.dtype) for s in region.segments],
+                    hash((region.number, lo, array.nbytes, array.dtype.num)))
         return found
 
     def close(self):
-        for window in list(self._windows):
-            self._free(window)
-        self._scratch = self._scratch_window = None
+        """Free every allocation, the scratch array too (collective). Raises on every rank,
+        freeing nothing, while any allocation is still viewed on some rank: freeing it would
+        leave that array reading unmapped memory."""
+        self._scratch = None               # this allocator's own view of its scratch
+        unused = self._unused()
+        scratch = self._scratch_window
+        if scratch is not None and not scratch.in_use():
+            unused.append(scratch.number)
+        agreed = set.intersection(*map(set, self.comm.allgather(unused)))
+        held = [region.number for region in self._windows if region.number not in agreed]
+        if held:
+            if scratch is not None:        # left as it was
+                self._scratch = scratch.segments[self.rank][:]
+            raise RuntimeError(
+                f"WindowArrays.close: {len(held)} of {len(self._windows)} shared arrays are "
+                f"still in use on some rank (an array, or a view of one, is alive: a compiled "
+                f"train step holds its gradient buckets until the model is recompiled or "
+                f"deleted); freeing them would leave those arrays reading unmapped memory. Drop "
+                f"them first, or call release_unused() to free only what is unused")
+        for region in list(self._windows):
+            self._free(region)
+        self._scratch_window = None

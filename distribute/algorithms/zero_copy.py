@@ -76,6 +76,9 @@ class ZeroCopyAllreduce(AllreduceAlgorithm):
     def scratch(self, count, dtype):
         return self.arrays.scratch(count, dtype)
 
+    def release_unused(self):
+        return self.arrays.release_unused()
+
     def __call__(self, array):
         if self.size == 1:
             return array
