@@ -138,7 +138,7 @@ class MPICommunicator(Communicator):
     def release_shared(self):
         if self.allreducer is None:
             return 0
-        self.background.drain()              # freeing is collective, and nothing in flight
+        self.background.settle()             # freeing is collective, and nothing in flight
         if self.watchdog is not None:
             self.watchdog.forget_arrays()
         return self.allreducer.release_unused()

@@ -107,15 +107,21 @@ class Watchdog:
                              f"inspector stopped: {type(error).__name__}: {error}\n")
 
     def _watch(self):
+        # the collective watched is remembered by (number, name), never by its record, and the
+        # record is let go before sleeping: it holds the collective's array, and holding that
+        # past the call would keep a shared-memory window in use that could be freed
+        # (``window_arrays.release_unused``: a recompiled model's gradient bucket)
         seen, since = None, 0.0
         while not self._stop.wait(self.poll):
             self._serve()
             current = self.current
-            if current is not seen:
-                seen, since = current, time.monotonic()
+            key = current and current[:2]
+            if key != seen:
+                seen, since = key, time.monotonic()
             elif current is not None and time.monotonic() - since > self.timeout:
                 if self._inspect(current, time.monotonic() - since):
                     return
+            current = None
 
     def _state(self):
         current, last = self.current, self.last

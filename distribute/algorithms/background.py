@@ -36,6 +36,14 @@ class BackgroundRunner:
             self._last.result()
             self._last = None
 
+    def settle(self):
+        """``drain``, and wait until the thread has let go of the calls' arrays too: it drops a
+        call's arguments only after its caller was told the call finished, so until a later
+        item has run it may still hold them (a shared-memory window that looks in use)."""
+        self.drain()
+        if self._executor is not None:
+            self._executor.submit(int).result()
+
     def run(self, algorithm, array):
         """``algorithm(array)`` now, after everything started before it."""
         self.drain()

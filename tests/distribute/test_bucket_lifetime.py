@@ -31,11 +31,13 @@ def test_compile_and_fit_again_and_again_keeps_shared_memory_bounded(tmp_path, r
         # every later round holds what the same kind of round held the first time: the 0.8 MB
         # of buckets a round allocates (P segments mapped) would otherwise pile up (without
         # freeing, 2 ranks: 3 to 16 windows and 7.8 to 15.7 MB mapped over the nine rounds)
-        for later in records[3:]:
-            first = records[records.index(later) % 3]
+        for index, later in enumerate(records[3:], 3):
+            first = records[index % 3]
             assert later["live"] == first["live"], (rank, records)
             assert later["mapped"] == first["mapped"], (rank, records)
-            assert later["rss"] <= first["rss"] + (256 << 10), (rank, records)
+            # resident shared memory also creeps as MPI's own pool is touched (up to 0.3 MB
+            # seen on 4 ranks); without freeing it grew by 6 MB over the rounds on 2 ranks
+            assert later["rss"] <= first["rss"] + (800 << 10), (rank, records)
         assert max(r["live"] for r in records) <= 3, records       # 2 buckets + the scratch
         assert log["freed"] >= log["allocated"] - 3, log              # the others were freed
         weights = np.load(tmp_path / f"weights_{rank}.npz")
