@@ -64,11 +64,12 @@ def where(out, cond, a, b, workspace=None):
 
 
 def _selectable(out, cond, full, zero):
-    """The zero is +0.0 in the output's dtype, every array is contiguous (flat views), and
-    the condition is not in the output's memory (pieces of it would be overwritten first)."""
+    """A bool condition (read as bytes), the zero +0.0 in the output's dtype, every array
+    contiguous (flat views), and the condition not in the output's memory (pieces of it would
+    be overwritten first)."""
     value = np.asarray(zero).reshape(()).astype(out.dtype)
-    return (not value.view(_BITS[out.dtype.itemsize]) and out.flags.c_contiguous and
-            cond.flags.c_contiguous and full.flags.c_contiguous and
+    return (cond.dtype == np.bool_ and not value.view(_BITS[out.dtype.itemsize]) and
+            out.flags.c_contiguous and cond.flags.c_contiguous and full.flags.c_contiguous and
             not np.may_share_memory(out, cond))
 
 
