@@ -30,5 +30,5 @@ backend.scratch.update(numpy_backend.scratch)
 
 # overrides of the numpy kernels
 from hiapi.backends.numba_backend import conv, fused, gather, image, pooling  # noqa: E402,F401
-from hiapi.backends.numba_backend import cross_entropy  # noqa: E402,F401
+from hiapi.backends.numba_backend import cross_entropy, leading_sum  # noqa: E402,F401
 from hiapi.backends.numba_backend import winograd  # noqa: E402,F401  (after conv: in front of it)
