@@ -35,8 +35,10 @@ def _rows(logits, labels, out):
 @backend.register("sparse_softmax_cross_entropy")
 def sparse_softmax_cross_entropy(out, logits, labels):
     depth = logits.shape[-1]
-    if logits.dtype.kind != "f" or labels.dtype.kind not in "iu" or depth == 0 or \
-            not out.flags.c_contiguous:
+    # float16 has no numba arithmetic; labels of another length than the rows (a batch the
+    # graph left unknown) would be read past their end, where numpy's kernel raises
+    if logits.dtype not in (np.float32, np.float64) or labels.dtype.kind not in "iu" or \
+            depth == 0 or labels.size * depth != logits.size or not out.flags.c_contiguous:
         numpy_backend.kernels["sparse_softmax_cross_entropy"](out, logits, labels)
         return
     flat = np.ascontiguousarray(logits).reshape(-1, depth)

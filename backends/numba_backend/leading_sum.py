@@ -31,10 +31,13 @@ def _add_rows(x, out):
 
 @backend.register("sum")
 def sum_(out, x, axis, keepdims):
-    leading = tuple(sorted(axis)) == tuple(range(len(axis))) and 0 < len(axis) < x.ndim
+    # axes come sorted (``normalize_axes``); one column left is a plain 1-D sum, which numpy
+    # adds pairwise, not row after row (a Dense(1) or single-filter bias gradient)
+    leading = axis == tuple(range(len(axis))) and 0 < len(axis) < x.ndim
     if leading and x.dtype in _FLOATS and out.dtype == x.dtype and x.flags.c_contiguous and \
             out.flags.c_contiguous and x.size:
         columns = math.prod(x.shape[len(axis):])
-        _add_rows(x.reshape(-1, columns), out.reshape(columns))
-        return
+        if columns > 1:
+            _add_rows(x.reshape(-1, columns), out.reshape(columns))
+            return
     numpy_backend.kernels["sum"](out, x, axis=axis, keepdims=keepdims)

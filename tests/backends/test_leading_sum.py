@@ -10,7 +10,8 @@ from hiapi.backends.numba_backend import backend, leading_sum  # noqa: E402
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape, axis", [((256, 1024), (0,)), ((64, 32, 32, 32), (0, 1, 2)),
-                                         ((7, 3, 5), (0,)), ((1, 10), (0,))])
+                                         ((7, 3, 5), (0,)), ((1, 10), (0,)),
+                                         ((256, 1), (0,)), ((4, 8, 8, 1), (0, 1, 2))])
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_bits_equal_numpys(shape, axis, keepdims, dtype):
     x = np.random.default_rng(0).normal(size=shape).astype(dtype)

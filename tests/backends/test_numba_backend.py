@@ -111,3 +111,25 @@ def test_sparse_cross_entropy_loop_matches_numpy_and_checks_labels(dtype):
     labels[1, 7] = 10
     with pytest.raises(ValueError, match="label 10 is outside the 10 classes"):
         numba_kernels.kernels["sparse_softmax_cross_entropy"](got, logits, labels)
+
+
+def test_sparse_cross_entropy_loop_leaves_float16_and_short_labels_to_numpy(monkeypatch):
+    """float16 has no numba arithmetic; labels shorter than the rows (a batch the graph left
+    unknown) would be read past their end by the loop, where numpy's kernel raises."""
+    from hiapi.backends.numba_backend import backend as numba_kernels, cross_entropy
+    from hiapi.backends.numpy_backend import backend as numpy_kernels
+    monkeypatch.setattr(cross_entropy, "_rows", lambda *args: pytest.fail("the loop ran"))
+    rng = np.random.default_rng(1)
+    logits, labels = rng.normal(size=(8, 10)).astype(np.float16), rng.integers(0, 10, 8)
+    got, expected = np.empty(8, np.float16), np.empty(8, np.float16)
+    numba_kernels.kernels["sparse_softmax_cross_entropy"](got, logits, labels)
+    numpy_kernels.kernels["sparse_softmax_cross_entropy"](expected, logits, labels)
+    np.testing.assert_array_equal(got, expected)
+    short = rng.integers(0, 10, 5)
+    with pytest.raises(Exception) as numba_error:
+        numba_kernels.kernels["sparse_softmax_cross_entropy"](
+            np.empty(8, np.float32), logits.astype(np.float32), short)
+    with pytest.raises(Exception) as numpy_error:
+        numpy_kernels.kernels["sparse_softmax_cross_entropy"](
+            np.empty(8, np.float32), logits.astype(np.float32), short)
+    assert type(numba_error.value) is type(numpy_error.value)
