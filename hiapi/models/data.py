@@ -114,12 +114,15 @@ def check_shuffle(shuffle):
 
 
 def chunk_starts(n, block, rng):
-    """Keras's ``shuffle="batch"``: the starts of ``n`` samples' chunks of ``block`` rows, the
-    full chunks in a random order and a partial one, if any, last (as Keras's tf.data path
-    orders them). A chunk's rows stay in their order: a batch is then a slice of the arrays
-    (a view, nothing gathered), where a row shuffle copies every batch row by row from all
-    over the data (``BatchGatherer``). Keras's numpy iterator also permutes the rows inside
-    a batch, which changes no gradient but the order its sum is taken in."""
+    """``shuffle="batch"``: the starts of ``n`` samples' chunks of ``block`` rows, the full
+    chunks in a random order and a partial one, if any, last (where a strategy's workers can
+    leave out a tail smaller than their number). A chunk's rows stay in their order: in one
+    process a batch is then a slice of the arrays (a view, nothing gathered), where a row
+    shuffle copies every batch row by row from all over the data (``BatchGatherer``).
+
+    What Keras documents ("shuffles in batch-sized chunks") and tf.keras 2 did; Keras 3's
+    loaders instead keep the batches in order and permute the rows inside each, which changes
+    no gradient but the order its sum is taken in."""
     full = n // block
     return [int(k) * block for k in rng.permutation(full)] + ([full * block] if n % block
                                                               else [])
