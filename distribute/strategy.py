@@ -164,16 +164,7 @@ class Strategy:
 
     # ---- data ----------------------------------------------------------------------------
     def batches(self, n, batch_size, shuffle, rng):
-        order = data.epoch_order(n, batch_size * self.size, shuffle, rng)
-        global_batch = batch_size * self.size
-        out = []
-        for start in range(0, n, global_batch):
-            chunk = order[start:start + global_batch]
-            if len(chunk) < self.size:
-                break
-            mine = np.array_split(chunk, self.size)[self.rank]
-            out.append((mine, len(mine), len(chunk)))
-        return out
+        return data.worker_batches(n, batch_size, self.size, self.rank, shuffle, rng)
 
     def agree(self, what, **counts):
         """Every rank holds the same data (see ``data_agreement``), or all raise."""

@@ -114,16 +114,8 @@ class ParameterServerStrategy(Local):
 
     # ---- data: each worker its share of every global batch of the workers ----------------------
     def batches(self, n, batch_size, shuffle, rng):
-        order = data.epoch_order(n, batch_size * self.workers, shuffle, rng)
         mine = min(self.world_rank, self.workers - 1)     # servers count, never iterate
-        out = []
-        for start in range(0, n, batch_size * self.workers):
-            chunk = order[start:start + batch_size * self.workers]
-            if len(chunk) < self.workers:
-                break
-            part = np.array_split(chunk, self.workers)[mine]
-            out.append((part, len(part), len(chunk)))
-        return out
+        return data.worker_batches(n, batch_size, self.workers, mine, shuffle, rng)
 
     def agree(self, what, **counts):
         if self.world_size > 1:

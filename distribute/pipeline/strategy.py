@@ -186,17 +186,7 @@ class PipelineStrategy(Strategy):
         replica), as data-parallel workers do; a replica's stages all see that part. The
         batch size is kept: the split is planned for its micro-batches (``train_function``)."""
         self._batch_size = batch_size
-        if self.replicas == 1:
-            return LOCAL.batches(n, batch_size, shuffle, rng)
-        order = data.epoch_order(n, batch_size * self.replicas, shuffle, rng)
-        out = []
-        for start in range(0, n, batch_size * self.replicas):
-            chunk = order[start:start + batch_size * self.replicas]
-            if len(chunk) < self.replicas:
-                break
-            mine = np.array_split(chunk, self.replicas)[self.replica]
-            out.append((mine, len(mine), len(chunk)))
-        return out
+        return data.worker_batches(n, batch_size, self.replicas, self.replica, shuffle, rng)
 
     def agree_batch(self, local_n, has_batch, step, what):
         return LOCAL.agree_batch(local_n, has_batch, step, what)

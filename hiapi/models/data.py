@@ -116,9 +116,9 @@ def check_shuffle(shuffle):
 def chunk_starts(n, block, rng):
     """``shuffle="batch"``: the starts of ``n`` samples' chunks of ``block`` rows, the full
     chunks in a random order and a partial one, if any, last (where a strategy's workers can
-    leave out a tail smaller than their number). A chunk's rows stay in their order: in one
-    process a batch is then a slice of the arrays (a view, nothing gathered), where a row
-    shuffle copies every batch row by row from all over the data (``BatchGatherer``).
+    leave out a tail smaller than their number). A chunk's rows stay in their order: a batch
+    (a worker's part of one) is then a slice of the arrays (a view, nothing gathered), where a
+    row shuffle copies every batch row by row from all over the data (``BatchGatherer``).
 
     What Keras documents ("shuffles in batch-sized chunks") and tf.keras 2 did; Keras 3's
     loaders instead keep the batches in order and permute the rows inside each, which changes
@@ -128,28 +128,34 @@ def chunk_starts(n, block, rng):
                                                               else [])
 
 
-def epoch_order(n, block, shuffle, rng):
-    """One epoch's order of the ``n`` samples, as indices: in order, a permutation of all
-    samples (``shuffle=True``), or chunks of ``block`` (the global batch) in a random order
-    (``shuffle="batch"``)."""
-    if not shuffle:
-        return np.arange(n)
-    if shuffle == "batch":
-        return np.concatenate([np.arange(start, min(start + block, n))
-                               for start in chunk_starts(n, block, rng)] or [np.arange(0)])
-    return rng.permutation(n)
+def worker_batches(n, batch_size, workers, worker, shuffle, rng):
+    """One epoch's batches for worker ``worker`` of ``workers`` (1 and 0 in one process), as
+    (indices, its number of samples, the global batch's): every worker draws the same order
+    from the same ``rng`` and takes its ``np.array_split`` share of every global batch of
+    ``batch_size * workers`` samples. Indices are slices (views, nothing gathered) unless
+    the epoch permutes all samples (``shuffle=True``). A last global batch with fewer samples
+    than workers is left out (every worker needs one); the partial batch is last in every
+    order."""
+    block = batch_size * workers
+    starts = chunk_starts(n, block, rng) if shuffle == "batch" else range(0, n, block)
+    order = rng.permutation(n) if shuffle and shuffle != "batch" else None
+    out = []
+    for start in starts:
+        size = min(block, n - start)
+        if size < workers:
+            break
+        low, high = _share(size, workers, worker)
+        mine = slice(start + low, start + high) if order is None else \
+            order[start + low:start + high]
+        out.append((mine, high - low, size))
+    return out
 
 
-def batch_indices(n, batch_size, shuffle, rng):
-    """Index arrays (or slices) of each batch; a shuffled epoch permutes all samples, a
-    ``"batch"``-shuffled one takes slices in a random order."""
-    if shuffle == "batch":
-        return [slice(start, min(start + batch_size, n))
-                for start in chunk_starts(n, batch_size, rng)]
-    if shuffle:
-        order = rng.permutation(n)
-        return [order[i:i + batch_size] for i in range(0, n, batch_size)]
-    return [slice(i, min(i + batch_size, n)) for i in range(0, n, batch_size)]
+def _share(length, workers, worker):
+    """``np.array_split(range(length), workers)[worker]`` as (start, stop)."""
+    base, extra = divmod(length, workers)
+    start = worker * base + min(worker, extra)
+    return start, start + base + (worker < extra)
 
 
 class BatchGatherer:

@@ -16,8 +16,7 @@ class Local:
 
     def batches(self, n, batch_size, shuffle, rng):
         """This process's batches of one epoch: (indices, local size, global size)."""
-        return [(index, _length(index, n), _length(index, n))
-                for index in data.batch_indices(n, batch_size, shuffle, rng)]
+        return data.worker_batches(n, batch_size, 1, 0, shuffle, rng)
 
     def agree(self, what, **counts):
         """Under a Strategy: check that every worker holds the same amount of data."""
@@ -71,12 +70,6 @@ class Local:
 
     def guard(self, fn, *args, **kwargs):
         return fn(*args, **kwargs)
-
-
-def _length(index, n):
-    if isinstance(index, slice):
-        return len(range(*index.indices(n)))
-    return len(index)
 
 
 LOCAL = Local()

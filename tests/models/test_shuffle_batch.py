@@ -17,21 +17,41 @@ def test_chunk_starts_shuffle_full_chunks_and_keep_the_partial_one_last():
     assert data.chunk_starts(100, 10, np.random.default_rng(0))[-1] != 100
 
 
-def test_batch_indices_are_slices_covering_every_sample_once():
-    batches = data.batch_indices(103, 10, "batch", np.random.default_rng(1))
-    assert all(isinstance(b, slice) for b in batches)
-    covered = np.concatenate([np.arange(103)[b] for b in batches])
-    assert sorted(covered) == list(range(103)) and len(covered) == 103
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_worker_batches_are_slices_covering_every_sample_once(workers):
+    parts = [data.worker_batches(103, 10, workers, k, "batch", np.random.default_rng(1))
+             for k in range(workers)]
+    assert all(isinstance(index, slice) for part in parts for index, _, _ in part)
+    covered = np.concatenate([np.arange(103)[index] for part in parts for index, _, _ in part])
+    assert sorted(covered) == list(range(103))
+    for step in zip(*parts):                      # each global batch one contiguous chunk
+        rows = np.concatenate([np.arange(103)[index] for index, _, _ in step])
+        assert list(rows) == list(range(rows[0], rows[0] + len(rows)))
+        assert [size for _, size, _ in step] == [len(a) for a in np.array_split(rows, workers)]
+        assert {whole for _, _, whole in step} == {len(rows)}
 
 
-@pytest.mark.parametrize("block", [1, 8, 12, 40])
-def test_epoch_order_is_a_permutation_of_contiguous_chunks(block):
-    order = data.epoch_order(40, block, "batch", np.random.default_rng(2))
-    assert sorted(order) == list(range(40))
-    for start in range(0, 40, block):
-        chunk = order[start:start + block]
-        assert list(chunk) == list(range(chunk[0], chunk[0] + len(chunk)))
-    assert list(data.epoch_order(5, 2, False, None)) == list(range(5))
+@pytest.mark.parametrize("shuffle", [False, True, "batch"])
+@pytest.mark.parametrize("n, batch_size, workers", [(103, 10, 1), (103, 10, 4), (41, 5, 3),
+                                                    (9, 4, 4), (7, 1, 3)])
+def test_worker_batches_split_like_array_split_of_the_global_order(shuffle, n, batch_size,
+                                                                   workers):
+    """Every worker's share of every global batch is ``np.array_split(chunk, workers)[k]``
+    of the one epoch order every worker draws; a tail smaller than the workers is left out."""
+    parts = [data.worker_batches(n, batch_size, workers, k, shuffle, np.random.default_rng(5))
+             for k in range(workers)]
+    order = np.concatenate([np.arange(n)[index] for step in zip(*parts)
+                            for index, _, _ in step])
+    block = batch_size * workers
+    if shuffle is True:
+        expected = np.random.default_rng(5).permutation(n)
+        assert list(order) == list(expected[:len(order)])
+    for s, step in enumerate(zip(*parts)):
+        chunk = order[s * block:s * block + step[0][2]]
+        for k, (index, size, whole) in enumerate(step):
+            assert list(np.arange(n)[index]) == list(np.array_split(chunk, workers)[k])
+            assert size == len(np.array_split(chunk, workers)[k]) and whole == len(chunk)
+    assert n - len(order) < workers
 
 
 @pytest.mark.parametrize("bad", ["Batch", "true", 2, None])
