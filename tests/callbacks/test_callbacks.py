@@ -143,12 +143,13 @@ def test_model_checkpoint_templates_and_save_best_only(regression, tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
-def test_backup_and_restore_resumes_at_epoch_and_step(regression, tmp_path):
+@pytest.mark.parametrize("shuffle", [True, "batch"])
+def test_backup_and_restore_resumes_at_epoch_and_step(regression, tmp_path, shuffle):
     """An interrupted fit resumed with BackupAndRestore ends with the same weights as an
-    uninterrupted one."""
+    uninterrupted one (the resumed epoch draws the same order, chunked or not)."""
     x, y = regression
     straight = tiny_model(optimizer=hiapi.optimizers.SGD(0.05, momentum=0.9))
-    straight.fit(x, y, batch_size=8, epochs=3, verbose=0)
+    straight.fit(x, y, batch_size=8, epochs=3, verbose=0, shuffle=shuffle)
 
     class Interrupt(callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -158,10 +159,11 @@ def test_backup_and_restore_resumes_at_epoch_and_step(regression, tmp_path):
     backup = callbacks.BackupAndRestore(tmp_path, save_freq=2)
     model = tiny_model(optimizer=hiapi.optimizers.SGD(0.05, momentum=0.9))
     with pytest.raises(KeyboardInterrupt):
-        model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[backup, Interrupt()])
+        model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[backup, Interrupt()],
+                  shuffle=shuffle)
     assert (tmp_path / "latest.hiapi").exists()          # made at step 12: epoch 1, batch 4
     resumed = tiny_model(optimizer=hiapi.optimizers.SGD(0.05, momentum=0.9), seed=99)
-    history = resumed.fit(x, y, batch_size=8, epochs=3, verbose=0,
+    history = resumed.fit(x, y, batch_size=8, epochs=3, verbose=0, shuffle=shuffle,
                           callbacks=[callbacks.BackupAndRestore(tmp_path, save_freq=2)])
     assert history.epoch == [1, 2]
     assert int(resumed.optimizer.iterations.numpy()) == 24
