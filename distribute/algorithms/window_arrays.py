@@ -48,7 +48,7 @@ import threading
 import numpy as np
 
 PAGE = 4096
-_lock = threading.RLock()             # guards the four tables below (see the module's text)
+_lock = threading.Lock()              # guards the four tables below (see the module's text)
 # every allocation of the process: sorted start addresses, and the ``Region`` at each
 _starts: list[int] = []
 _regions: list["Region"] = []
@@ -150,24 +150,26 @@ class WindowArrays:
         region.window.Free()
         region.window = None
 
-    def _unused(self):
-        """This rank's allocations (not the scratch array) that nothing views any more, by
-        agreed number, after a garbage collection (a dropped step may sit in a cycle)."""
+    def _agreed_unused(self, regions):
+        """The numbers of those of ``regions`` that no array views any more on any rank
+        (collective over the node; each rank first collects its garbage: a dropped step may
+        sit in a cycle)."""
         gc.collect()
         with _lock:
             _found.clear()                 # the cache's peer views are not a use
-            return [region.number for region in self._windows
-                    if region is not self._scratch_window and not region.in_use()]
+            unused = [region.number for region in regions if not region.in_use()]
+        return set.intersection(*map(set, self.comm.allgather(unused)))
 
     def release_unused(self):
         """Free every allocation of this allocator that no array on any rank views any more
         (collective over the node: every rank calls it at the same point of the program).
         Returns how many were freed. An allocation still viewed on some rank (a compiled
         step still held, a caller's array) is kept, and freed by a later call once dropped."""
-        if not any(region is not self._scratch_window for region in self._windows):
+        regions = [region for region in self._windows if region is not self._scratch_window]
+        if not regions:
             return 0                       # the same on every rank: allocations are collective
-        agreed = set.intersection(*map(set, self.comm.allgather(self._unused())))
-        freed = [region for region in self._windows if region.number in agreed]
+        agreed = self._agreed_unused(regions)
+        freed = [region for region in regions if region.number in agreed]
         for region in freed:               # in allocation order, the same on every rank
             self._free(region)
         return len(freed)
@@ -194,10 +196,7 @@ class WindowArrays:
         one handed out earlier: ``timing_array``'s), else leave it to ``release_unused`` as
         an ordinary allocation. The exchange of flags is also the barrier that proves every
         rank is past its last use (the call that used it ended in a fence)."""
-        with _lock:
-            _found.clear()
-            unused = not region.in_use()
-        if all(self.comm.allgather(unused)):
+        if region.number in self._agreed_unused([region]):
             self._free(region)
 
     def peers(self, array):
@@ -232,11 +231,8 @@ class WindowArrays:
         freeing nothing, while any allocation is still viewed on some rank: freeing it would
         leave that array reading unmapped memory."""
         self._scratch = None               # this allocator's own view of its scratch
-        unused = self._unused()
         scratch = self._scratch_window
-        if scratch is not None and not scratch.in_use():
-            unused.append(scratch.number)
-        agreed = set.intersection(*map(set, self.comm.allgather(unused)))
+        agreed = self._agreed_unused(self._windows)
         held = [region.number for region in self._windows if region.number not in agreed]
         if held:
             if scratch is not None:        # left as it was
