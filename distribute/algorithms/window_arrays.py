@@ -52,7 +52,8 @@ _lock = threading.Lock()              # guards the four tables below (see the mo
 # every allocation of the process: sorted start addresses, and the ``Region`` at each
 _starts: list[int] = []
 _regions: list["Region"] = []
-_found: dict[tuple, tuple] = {}       # (address, nbytes, dtype, ranks) -> ([P arrays], tag): the per-call lookup
+# the per-call lookup: (address, nbytes, dtype, ranks) -> ([P arrays], tag)
+_found: dict[tuple, tuple] = {}
 _allocated = [0]  # the number of the process's last allocation (agreed over its ranks)
 
 

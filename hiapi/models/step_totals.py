@@ -7,10 +7,10 @@ several times that with the caches cold after a step, and most of fit's bookkeep
 every value is a float64 scalar added into a float64 scalar, which ``total[()] += value`` does
 with the same rounding (one float64 addition) for a fraction of the cost.
 
-``StepTotals`` looks at a step's outputs once (after each ``reset``, and per layout of outputs:
-a weighted train step and an unweighted validation step of the same model can differ) and
-sorts every value into a plan: loss totals (value times the batch size) and their sample counts, scalar
-statistics of built-in metrics added as they are, and everything else (a custom metric's
+``StepTotals`` looks at a step's outputs once (after each ``reset``, and per layout of
+outputs: a weighted train step and an unweighted validation step of the same model can
+differ) and sorts every value into a plan: loss totals (value times the batch size) and their
+sample counts, scalar statistics of built-in metrics added as they are, and everything else (a custom metric's
 host-side ``update_state``, a metric with vector statistics or integer state, a subclass with
 its own ``merge_statistics``) merged by the metric itself, as before. The plan holds the
 variables' own storage arrays, which ``reset``, ``assign`` and ``load_totals`` write in place,

@@ -243,7 +243,7 @@ class Trainer:
                 if shuffle else None
             # closed however the epoch ends (a break, an error, Ctrl-C): a prefetching
             # adapter's thread stops with it (models/prefetch.py)
-            with contextlib.closing(train_data.epoch(rng, skip, shuffle == "batch")) as batches:
+            with contextlib.closing(train_data.epoch(rng, skip, shuffle)) as batches:
                 for step, (feed, local_n, global_n) in enumerate(batches, skip):
                     begin_batch(step)
                     step_values = next_step_values()

@@ -25,8 +25,7 @@ class ArrayAdapter(DataAdapter):
             raise ValueError(f"{what}: {source} has {self.n} samples, fewer than the "
                              f"{plan.size} workers; each needs at least one")
 
-    def epoch(self, rng=None, skip=0, by_batch=False):
-        shuffle = rng is not None and ("batch" if by_batch else True)
+    def epoch(self, rng=None, skip=0, shuffle=False):
         batches = self.plan.batches(self.n, self.batch_size, shuffle, rng)[
             skip:self.steps]
         indices = [index for index, _, _ in batches]

@@ -9,9 +9,9 @@ class DataAdapter:
     arrays), from which the compiled step is traced before any batch runs.
     ``steps``: batches per epoch on this process, or None when the epoch ends where the
     source runs out (a generator without ``steps_per_epoch``).
-    ``epoch(rng, skip, by_batch)``: one epoch's batches, shuffled by the numpy Generator ``rng``
-    when it is given (the same on every worker; ``by_batch``: whole batches reordered, Keras's
-    ``shuffle="batch"``), the first ``skip`` left out (a resumed epoch), as
+    ``epoch(rng, skip, shuffle)``: one epoch's batches, shuffled as ``fit``'s ``shuffle`` says
+    (True or ``"batch"``; the numpy Generator ``rng`` draws the order, the same on every
+    worker), the first ``skip`` left out (a resumed epoch), as
     ``(feed, local_n, global_n)``: the arrays to feed, this process's batch size and the batch
     size summed over the workers (they differ only under ``hiapi.distribute.Strategy``).
     ``exhausted``: True once a source that cannot restart has run out.
@@ -20,7 +20,7 @@ class DataAdapter:
     exhausted = False
     what = "fit"
 
-    def epoch(self, rng=None, skip=0, by_batch=False):
+    def epoch(self, rng=None, skip=0, shuffle=False):
         raise NotImplementedError
 
     def ran_short(self, done, ran):

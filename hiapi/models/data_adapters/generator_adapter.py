@@ -39,7 +39,7 @@ class GeneratorAdapter(DataAdapter):
                              f"{_layout(first)}; every batch must have the same structure")
         return batch
 
-    def epoch(self, rng=None, skip=0, by_batch=False):          # a generator's order is its own
+    def epoch(self, rng=None, skip=0, shuffle=False):          # a generator's order is its own
         step = skip
         while self.steps is None or step < self.steps:
             if self._pending is not None:        # the batch read to trace the step

@@ -35,8 +35,8 @@ class PyDatasetAdapter(DataAdapter):
                              f"(0 samples)")
         return batch
 
-    def epoch(self, rng=None, skip=0, by_batch=False):
-        order = rng.permutation(self.length) if rng is not None else np.arange(self.length)
+    def epoch(self, rng=None, skip=0, shuffle=False):
+        order = rng.permutation(self.length) if shuffle else np.arange(self.length)
         mine = order[self.plan.rank::self.plan.size][:self.steps]
         for step in range(skip, self.steps):
             batch = self._load(mine[step])
