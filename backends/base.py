@@ -16,6 +16,9 @@ import numpy as np
 class Backend:
     name = "base"
     xp = np
+    # the sizes the profiler measures this device's roofline with: a GEMM big enough to reach
+    # the peak, a copy well past the caches
+    roofline_gemm_size, roofline_copy_mb = 1024, 256
 
     def __init__(self):
         self.kernels = {}
@@ -62,6 +65,11 @@ class Backend:
 
     def copy_into(self, dst, src):
         self.xp.copyto(dst, self.xp.asarray(src))
+
+    def synchronize(self):
+        """Wait until every kernel queued so far has finished: a no-op where kernels run on
+        the calling thread; device backends, whose kernels run asynchronously, override it so
+        that host clocks time the work rather than its launch (the profiler)."""
 
     def __repr__(self):
         return f"<Backend {self.name}>"

@@ -1,44 +1,77 @@
 """Train-step time of hiapi on the cupy backend against PyTorch on the same NVIDIA GPU, one run.
 
-    python benchmarks/gpu_train_step.py     # needs a GPU, pip install -e '.[cupy]', CUDA torch
+    python benchmarks/gpu_train_step.py     # needs a GPU, pip install -e '.[cuda13]', CUDA torch
 
-Workloads: MLP 784-1024-1024-10 at batch 256 and the Keras MNIST convnet at batch 128, SGD with
-momentum, float32 everywhere (TF32 off in both: cupy's GEMMs are full float32 unless CUPY_TF32=1,
-and torch's cuDNN convolutions would otherwise use TF32). Each framework runs in its own process.
+Workloads (``--workloads``): the MLP 784-1024-1024-10 at batch 256, the Keras MNIST convnet at
+batch 128 and the CIFAR CNN at batch 64 of ``benchmarks/train_step.py``, and a large model, 24 x
+Dense(4096) at batch 4096 (about 10 TFLOP a step); SGD with momentum, float32 everywhere (TF32
+off in both: cupy's GEMMs are full float32 unless CUPY_TF32=1, and torch's cuDNN convolutions
+would otherwise use TF32). Each framework runs in its own process.
 Both steps copy the batch from host memory (as a data loader feeds them; hiapi's ``fit`` takes
 numpy arrays) and the loss back to the host, which waits for the step's GPU work, so wall-clock
 time per step is GPU time plus whatever launch overhead the GPU could not hide. One
 JSON line per (workload, framework) with the median and min-max step time, the ratio to torch
 measured in the same run, and the GPU memory the framework's allocator held; the MLP lines also
-give the fraction of this GPU's float32 GEMM peak (a 4096x4096 cupy matmul timed with events).
+give the fraction of this GPU's float32 GEMM peak (an 8192x8192 cupy matmul timed with events).
 """
+import argparse
 import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_step import hiapi_model as cpu_benchmark_model, torch_model as cpu_torch_model  # noqa: E402
+
 STEPS, WARMUP = 50, 5     # the first steps compile kernels (cupy) or pick algorithms (cuDNN)
+BATCH = {"mlp": 256, "convnet": 128, "cifar": 64, "large": 4096}
+INPUT = {"mlp": (784,), "convnet": (28, 28, 1), "cifar": (32, 32, 3), "large": (4096,)}
+LARGE_DEPTH, LARGE_WIDTH = 24, 4096      # the issue's "24 x Dense(4096) at batch 4096"
+
+
+def hiapi_model(workload):
+    import hiapi
+    from hiapi import layers
+    if workload != "large":
+        return cpu_benchmark_model(workload)
+    return hiapi.Sequential([hiapi.Input(shape=(LARGE_WIDTH,))] +
+                            [layers.Dense(LARGE_WIDTH, activation="relu")
+                             for _ in range(LARGE_DEPTH)] + [layers.Dense(10)])
+
+
+def torch_model(workload):
+    from torch import nn
+    if workload != "large":
+        return cpu_torch_model(workload)
+    blocks = []
+    for _ in range(LARGE_DEPTH):
+        blocks += [nn.Linear(LARGE_WIDTH, LARGE_WIDTH), nn.ReLU()]
+    return nn.Sequential(*blocks, nn.Linear(LARGE_WIDTH, 10))
+
+
+def step_flops(workload):
+    """Multiply-adds x 2 x 3 (forward, and the two backward GEMMs) of the dense layers; the
+    convolutions' too, counted from their output sizes. An estimate for the GFLOP/s column."""
+    if workload == "mlp":
+        widths = [784, 1024, 1024, 10]
+    elif workload == "large":
+        widths = [LARGE_WIDTH] * (LARGE_DEPTH + 1) + [10]
+    else:
+        return None
+    return 6 * BATCH[workload] * sum(a * b for a, b in zip(widths, widths[1:]))
 
 
 def hiapi_steps(workload):
     os.environ["HIAPI_BACKEND"] = "cupy"
     import cupy
     import hiapi
-    from hiapi import layers
     hiapi.utils.set_random_seed(0)
-    if workload == "mlp":
-        model = hiapi.Sequential([hiapi.Input(shape=(784,)), layers.Dense(1024, activation="relu"),
-                                  layers.Dense(1024, activation="relu"), layers.Dense(10)])
-        x = np.random.rand(256, 784).astype(np.float32)
-    else:
-        model = hiapi.Sequential([
-            hiapi.Input(shape=(28, 28, 1)), layers.Conv2D(32, 3, activation="relu"),
-            layers.MaxPooling2D(), layers.Conv2D(64, 3, activation="relu"),
-            layers.MaxPooling2D(), layers.Flatten(), layers.Dropout(0.5), layers.Dense(10)])
-        x = np.random.rand(128, 28, 28, 1).astype(np.float32)
+    model = hiapi_model(workload)
+    x = np.random.rand(BATCH[workload], *INPUT[workload]).astype(np.float32)
     y = np.random.randint(0, 10, len(x))
     model.compile(optimizer=hiapi.optimizers.SGD(0.01, momentum=0.9),
                   loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -53,16 +86,9 @@ def torch_steps(workload):
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
     nn, device = torch.nn, torch.device("cuda")
-    if workload == "mlp":
-        model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                              nn.Linear(1024, 10))
-        x = torch.rand(256, 784)
-    else:
-        model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                              nn.Dropout(0.5), nn.Linear(1600, 10))
-        x = torch.rand(128, 1, 28, 28)
-    model = model.to(device)
+    model = torch_model(workload).to(device)
+    shape = INPUT[workload]
+    x = torch.rand(BATCH[workload], *(shape if len(shape) == 1 else (shape[2],) + shape[:2]))
     y = torch.randint(0, 10, (len(x),))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -77,10 +103,11 @@ def torch_steps(workload):
 
 def measure(workload, framework):
     step, memory = torch_steps(workload) if framework == "torch" else hiapi_steps(workload)
-    for _ in range(WARMUP):
+    steps, warmup = (10, 3) if workload == "large" else (STEPS, WARMUP)
+    for _ in range(warmup):
         step()
     times = []
-    for _ in range(STEPS):
+    for _ in range(steps):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
@@ -91,9 +118,9 @@ def measure(workload, framework):
 
 
 def gemm_peak():
-    """Best float32 GFLOP/s of a 4096x4096 matmul on this GPU, and the GPU's name."""
+    """Best float32 GFLOP/s of an 8192x8192 matmul on this GPU, and the GPU's name."""
     import cupy
-    n = 4096
+    n = 8192
     a = cupy.random.rand(n, n, dtype=cupy.float32)
     b = cupy.random.rand(n, n, dtype=cupy.float32)
     c = cupy.matmul(a, b)
@@ -107,9 +134,6 @@ def gemm_peak():
         best = min(best, cupy.cuda.get_elapsed_time(start, end) / 1000)
     name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
     return {"gemm_peak_gflops": 2 * n**3 / best / 1e9, "device": name}
-
-
-MLP_FLOP = 2 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10) * 3
 
 
 def missing_requirement():
@@ -132,28 +156,35 @@ def missing_requirement():
 
 
 def main():
-    if len(sys.argv) == 3:
+    if len(sys.argv) == 3 and sys.argv[1] in ("peak", *BATCH):
         print(json.dumps(gemm_peak() if sys.argv[1] == "peak" else measure(*sys.argv[1:])))
         return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", default="mlp,convnet,cifar,large")
+    workloads = parser.parse_args().workloads.split(",")
     problem = missing_requirement()
     if problem:
         sys.exit(f"gpu_train_step.py needs an NVIDIA GPU with cupy and a CUDA build of torch: "
                  f"{problem}. For the CPU backends, run benchmarks/train_step.py.")
 
     def child(*args):
-        out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+        if out.returncode != 0:
+            return {"error": (out.stderr.strip().splitlines() or ["no message"])[-1]}
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     peak = child("peak", "-")
-    for workload in ("mlp", "convnet"):
+    for workload in workloads:
         runs = {framework: child(workload, framework) for framework in ("torch", "cupy")}
         for framework, run in runs.items():
-            run["device"] = peak["device"]
-            run["over_torch"] = round(run["median_ms"] / runs["torch"]["median_ms"], 3)
-            if workload == "mlp":
-                run["fraction_of_gemm_peak"] = round(
-                    MLP_FLOP / (run["median_ms"] / 1000) / 1e9 / peak["gemm_peak_gflops"], 3)
+            run.update(workload=workload, framework=framework, device=peak.get("device"))
+            if "error" not in run and "error" not in runs["torch"]:
+                run["over_torch"] = round(run["median_ms"] / runs["torch"]["median_ms"], 3)
+                run["throughput_vs_torch"] = round(1 / run["over_torch"], 3)
+            work = step_flops(workload)
+            if work and "median_ms" in run and "gemm_peak_gflops" in peak:
+                run["gflops"] = round(work / (run["median_ms"] / 1000) / 1e9, 1)
+                run["fraction_of_gemm_peak"] = round(run["gflops"] / peak["gemm_peak_gflops"], 3)
                 run["gemm_peak_gflops"] = round(peak["gemm_peak_gflops"], 1)
             print(json.dumps(run), flush=True)
 

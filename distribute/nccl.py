@@ -18,16 +18,45 @@ it; ``Request.wait()`` makes the current stream wait for it (on the GPU, not the
 """
 import numpy as np
 
+import os
+
 from hiapi.distribute.communicator import Communicator, MPICommunicator, Request
+from hiapi.distribute.host_staged import HostStagedCommunicator
 
 
 def for_backend(communicator, backend_name):
-    """The communicator a Strategy should use: NCCL in place of MPI's native collectives when
-    the backend keeps arrays on the GPU; anything else unchanged."""
-    if backend_name == "cupy" and isinstance(communicator, MPICommunicator) and \
-            communicator.algorithm == "native":
-        return NCCLCommunicator(communicator.comm)
-    return communicator
+    """The communicator a Strategy should use. On a backend that keeps arrays on the GPU:
+    NCCL when every rank on the node has a GPU of its own and MPI's native collectives were
+    asked for; otherwise (ranks sharing a GPU, which NCCL refuses, or a Python allreduce
+    algorithm, which works on host arrays) the collectives staged through host memory.
+    ``HIAPI_GPU_COLLECTIVES`` (``auto``, ``nccl`` or ``host``) overrides the choice. Anything
+    else is unchanged."""
+    if backend_name != "cupy" or not isinstance(communicator, MPICommunicator):
+        return communicator
+    choice = gpu_collectives()
+    if choice == "host" or communicator.algorithm != "native" or \
+            (choice == "auto" and _ranks_share_a_gpu(communicator.comm)):
+        return HostStagedCommunicator(communicator)
+    return NCCLCommunicator(communicator.comm)
+
+
+def gpu_collectives():
+    """``HIAPI_GPU_COLLECTIVES``: ``auto`` (the default), ``nccl`` or ``host``."""
+    value = os.environ.get("HIAPI_GPU_COLLECTIVES", "auto").strip().lower() or "auto"
+    if value not in ("auto", "nccl", "host"):
+        raise ValueError(f"HIAPI_GPU_COLLECTIVES must be 'auto', 'nccl' or 'host'; got {value!r}")
+    return value
+
+
+def _ranks_share_a_gpu(comm):
+    """True when this node runs more ranks than it has GPUs (rank ``i`` uses GPU ``i % n``)."""
+    import cupy
+    from mpi4py import MPI
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return local.Get_size() > cupy.cuda.runtime.getDeviceCount()
+    finally:
+        local.Free()
 
 
 def _nccl_types(nccl):
@@ -48,7 +77,7 @@ class NCCLCommunicator(Communicator):
         from mpi4py import MPI
         if not nccl.available:
             raise ImportError("NCCLCommunicator: cupy could not load the NCCL library; install "
-                              "it with: pip install 'nvidia-nccl-cu12>=2.18'")
+                              "it with: pip install 'hiapi[cuda12]' (or [cuda13], as the driver)")
         self.cupy, self.nccl = cupy, nccl
         self.host = MPICommunicator(comm or MPI.COMM_WORLD)
         self.comm, self.rank, self.size = self.host.comm, self.host.rank, self.host.size

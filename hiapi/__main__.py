@@ -42,7 +42,8 @@ def _mpi_library():
 
 
 def _gpus():
-    """GPUs cupy sees; cupy is imported only if installed (it starts the CUDA runtime)."""
+    """GPUs cupy sees, with the driver, the CUDA runtime and NCCL; cupy is imported only if
+    installed (it starts the CUDA runtime)."""
     if importlib.util.find_spec("cupy") is None:
         return "none visible (cupy not installed)"
     try:
@@ -50,12 +51,35 @@ def _gpus():
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:      # no driver, no device: cupy raises its own CUDA errors
         return f"none visible (cupy: {type(error).__name__}: {error})"
+    if not count:
+        return "none visible (cupy)"
     names = []
     for index in range(count):
         properties = cupy.cuda.runtime.getDeviceProperties(index)
-        names.append(properties["name"].decode() if isinstance(properties["name"], bytes)
-                     else str(properties["name"]))
-    return f"{count} visible (cupy): " + ", ".join(names) if count else "none visible (cupy)"
+        name = properties["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        names.append(f"{name} ({properties['totalGlobalMem'] / 2**30:.0f} GiB, compute "
+                     f"capability {properties['major']}.{properties['minor']})")
+    return (f"{count} visible (cupy): " + ", ".join(names) +
+            f"; CUDA driver {_cuda_version(cupy.cuda.runtime.driverGetVersion())}, runtime "
+            f"{_cuda_version(cupy.cuda.runtime.runtimeGetVersion())}; NCCL {_nccl(cupy)}")
+
+
+def _cuda_version(number):
+    """CUDA's integer version (12080) as people write it (12.8)."""
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def _nccl(cupy):
+    """NCCL's version as cupy loaded it, or why it is not there."""
+    try:
+        from cupy.cuda import nccl
+    except ImportError as error:
+        return f"unavailable ({error})"
+    if not nccl.available:
+        return "not found by cupy (pip install nvidia-nccl-cu12 or -cu13, as the CUDA major)"
+    version = nccl.get_version()            # 22303 is 2.23.3
+    return f"{version // 10000}.{version % 10000 // 100}.{version % 100}"
 
 
 def _blas(pools):
@@ -74,7 +98,7 @@ def report():
     lines = [f"hiapi {hiapi.__version__} ({os.path.dirname(hiapi.__file__)})",
              f"Python {platform.python_version()} ({sys.executable}) on {platform.platform()}"]
     lines += [f"{names[0]} {_version(*names)}" for names in (
-        ("numpy",), ("numba",), ("mpi4py",), ("cupy", "cupy-cuda12x", "cupy-cuda11x"))]
+        ("numpy",), ("numba",), ("mpi4py",), ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"))]
     if importlib.util.find_spec("mpi4py") is not None:
         lines.append(f"MPI library: {_mpi_library()}")
     pools = threadpool_info()

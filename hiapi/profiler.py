@@ -27,29 +27,35 @@ class Roofline:
         return min(self.peak_gflops, self.bandwidth_gbs * intensity)
 
 
-_measured = None
+_measured = {}
 
 
-def machine_roofline(size=1024, copy_mb=256):
-    """GEMM peak (float32 matmul) and memory bandwidth (a large copy), measured once: the best
+def machine_roofline(backend=None):
+    """GEMM peak (float32 matmul) and memory bandwidth (a large copy) of the device ``backend``
+    runs on (the CPU for numpy and numba, the GPU for cupy), measured once per backend: the best
     of 20 GEMMs and 5 copies, since on a shared machine any one run may be slowed."""
-    global _measured
-    if _measured is None:
-        a = np.random.default_rng(0).random((size, size), np.float32)
-        out = np.empty_like(a)
-        np.matmul(a, a, out=out)
-        best = min(_timed(lambda: np.matmul(a, a, out=out)) for _ in range(20))
-        src = np.ones(copy_mb * 2**20 // 8)
-        dst = np.empty_like(src)
-        np.copyto(dst, src)
-        copy = min(_timed(lambda: np.copyto(dst, src)) for _ in range(5))
-        _measured = Roofline(2 * size**3 / best / 1e9, 2 * src.nbytes / copy / 1e9)
-    return _measured
+    if backend is None:
+        from hiapi.backends import get_backend
+        backend = get_backend()
+    if backend.name not in _measured:
+        xp, size, sync = backend.xp, backend.roofline_gemm_size, backend.synchronize
+        a = xp.asarray(np.random.default_rng(0).random((size, size), np.float32))
+        out = xp.empty_like(a)
+        xp.matmul(a, a, out=out)
+        best = min(_timed(lambda: xp.matmul(a, a, out=out), sync) for _ in range(20))
+        src = xp.ones(backend.roofline_copy_mb * 2**20 // 8)
+        dst = xp.empty_like(src)
+        xp.copyto(dst, src)
+        copy = min(_timed(lambda: xp.copyto(dst, src), sync) for _ in range(5))
+        _measured[backend.name] = Roofline(2 * size**3 / best / 1e9, 2 * src.nbytes / copy / 1e9)
+    return _measured[backend.name]
 
 
-def _timed(fn):
+def _timed(fn, synchronize=lambda: None):
+    synchronize()
     start = time.perf_counter()
     fn()
+    synchronize()
     return time.perf_counter() - start
 
 
@@ -60,7 +66,7 @@ def profile_executable(executable, arrays, repeats=3):
     executable.run(arrays)                                   # warm up
     for _ in range(repeats):
         executable.run(arrays, times)
-    roofline = machine_roofline()
+    roofline = machine_roofline(executable.backend)
     order, specs = executable.order, executable.specs
     totals = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     for (_, out, ins, _, _), seconds in zip(executable.steps, times):

@@ -1,4 +1,4 @@
-"""The cupy backend (``HIAPI_BACKEND=cupy``, ``pip install 'hiapi[cupy]'``): every op on one
+"""The cupy backend (``HIAPI_BACKEND=cupy``, ``pip install 'hiapi[cuda12]'`` or ``'hiapi[cuda13]'``): every op on one
 NVIDIA GPU.
 
 Arrays live on cupy's current device; the executor's arena is one ``cupy.empty`` allocation from
@@ -28,8 +28,8 @@ def _require_device():
     if count == 0:
         raise RuntimeError(
             f"backend 'cupy': no NVIDIA GPU / CUDA driver is visible ({reason}). The cupy "
-            f"backend needs an NVIDIA GPU with a CUDA 12 driver (check nvidia-smi and "
-            f"CUDA_VISIBLE_DEVICES); on the CPU, use HIAPI_BACKEND=numpy or HIAPI_BACKEND=numba.")
+            f"backend needs an NVIDIA GPU with a CUDA 12 or 13 driver (check nvidia-smi "
+            f"and CUDA_VISIBLE_DEVICES); on the CPU, use HIAPI_BACKEND=numpy or HIAPI_BACKEND=numba.")
 
 
 _require_device()
@@ -65,6 +65,10 @@ class DeferredChecks:
 class CupyBackend(Backend):
     name = "cupy"
     xp = cupy
+    roofline_gemm_size, roofline_copy_mb = 8192, 2048
+
+    def synchronize(self):
+        cupy.cuda.get_current_stream().synchronize()
 
     def __init__(self):
         super().__init__()

@@ -205,12 +205,17 @@ class Executable:
             record(self.order[out].op.name, start, clock())
 
     def _timed_steps(self, bufs, times):
+        """Each op timed alone: on a device backend the queue is drained before and after it,
+        so the time is the kernel's, not its launch's."""
+        synchronize = self.backend.synchronize
+        synchronize()
         for n, (kernel, out, ins, attrs, view) in enumerate(self.steps):
             start = time.perf_counter()
             if view:
                 bufs[out] = kernel(*[bufs[j] for j in ins], **attrs)
             else:
                 kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+            synchronize()
             times[n] += time.perf_counter() - start
 
 

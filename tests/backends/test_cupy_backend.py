@@ -95,6 +95,17 @@ def test_nccl_is_chosen_only_for_mpi_on_the_gpu():
     assert for_backend(local, "numpy") is local
 
 
+def test_the_gpu_collectives_switch_is_checked(monkeypatch):
+    from hiapi.distribute.nccl import gpu_collectives
+    assert gpu_collectives() == "auto"
+    monkeypatch.setenv("HIAPI_GPU_COLLECTIVES", "Host")
+    assert gpu_collectives() == "host"
+    monkeypatch.setenv("HIAPI_GPU_COLLECTIVES", "mpi")
+    with pytest.raises(ValueError, match="HIAPI_GPU_COLLECTIVES must be 'auto', 'nccl' or "
+                                         "'host'; got 'mpi'"):
+        gpu_collectives()
+
+
 @needs_gpu
 def test_gradient_compression_on_cupy_is_refused_with_the_reason(restore_backend):
     from hiapi.distribute import Strategy
@@ -398,22 +409,54 @@ def test_convolution_temporaries_are_planned_not_pooled(restore_backend):
 # ------------------------------------------------------------------ NCCL
 
 
-@pytest.mark.skipif(GPUS < 2 or importlib.util.find_spec("mpi4py") is None,
-                    reason="needs two GPUs, cupy with NCCL, and mpi4py")
+MPI = importlib.util.find_spec("mpi4py") is not None
+
+
+@pytest.mark.skipif(GPUS < 2 or not MPI, reason="needs two GPUs, cupy with NCCL, and mpi4py")
 def test_nccl_collectives_under_mpiexec():
     from mpi import run_mpi
-    result = run_mpi(2, Path(__file__).resolve(), "--nccl-worker")
+    result = run_mpi(2, Path(__file__).resolve(), "--collectives-worker", "NCCLCommunicator")
     assert result.stdout.count(": ok") == 2
 
 
-def nccl_worker():
-    """Run by ``mpiexec -n 2`` (see the test above): each collective on device arrays."""
+@pytest.mark.skipif(GPUS < 1 or not MPI, reason="needs a GPU and mpi4py")
+def test_two_ranks_on_one_gpu_stage_collectives_through_the_host():
+    """NCCL refuses two ranks on one device, so ``for_backend`` picks the host-staged path."""
+    from mpi import run_mpi
+    result = run_mpi(2, Path(__file__).resolve(), "--collectives-worker",
+                     "HostStagedCommunicator", env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert result.stdout.count(": ok") == 2
+
+
+@pytest.mark.skipif(GPUS < 1 or not MPI, reason="needs a GPU and mpi4py")
+def test_two_ranks_on_one_gpu_train_like_one_process(tmp_path, restore_backend):
+    """Data-parallel MNIST on one GPU shared by two ranks: the weights of one process trained
+    on the global batch, as on the CPU (tests/distribute/test_mpi.py)."""
+    import json
+    from mpi import run_mpi
+    from test_mpi import single_process_weights
+    run_mpi(2, "train.py", tmp_path, "none", env={"CUDA_VISIBLE_DEVICES": "0",
+                                                   "HIAPI_BACKEND": "cupy"})
+    backends.set_backend("cupy")
+    reference, history = single_process_weights(50, hiapi.optimizers.SGD(0.1, momentum=0.9))
+    for rank in range(2):
+        weights = np.load(tmp_path / f"weights_{rank}.npz")
+        for i, expected in enumerate(reference):
+            np.testing.assert_allclose(weights[f"arr_{i}"], expected, rtol=1e-4, atol=1e-5)
+    logs = json.load(open(tmp_path / "history_0.json"))
+    assert logs["communicator"] == "HostStagedCommunicator"
+    np.testing.assert_allclose(logs["history"]["loss"], history["loss"], rtol=1e-4)
+
+
+def collectives_worker(expected):
+    """Run by ``mpiexec -n 2`` (see the tests above): each collective on device arrays, through
+    the communicator ``for_backend`` chooses, which must be ``expected``."""
     import cupy
     from mpi4py import MPI
     from hiapi.distribute.communicator import MPICommunicator
-    from hiapi.distribute.nccl import NCCLCommunicator, for_backend
+    from hiapi.distribute.nccl import for_backend
     comm = for_backend(MPICommunicator(MPI.COMM_WORLD), "cupy")
-    assert isinstance(comm, NCCLCommunicator)
+    assert type(comm).__name__ == expected, type(comm).__name__
     rank, size = comm.rank, comm.size
     assert cupy.cuda.Device().id == rank % cupy.cuda.runtime.getDeviceCount()
     x = cupy.arange(10, dtype=cupy.float32) * (rank + 1)
@@ -435,5 +478,5 @@ def nccl_worker():
     print(f"rank {rank}: ok", flush=True)
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--nccl-worker"]:
-    nccl_worker()
+if __name__ == "__main__" and sys.argv[1:2] == ["--collectives-worker"]:
+    collectives_worker(sys.argv[2])

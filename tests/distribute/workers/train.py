@@ -49,4 +49,5 @@ np.savez(f"{args.out}/weights_{strategy.rank}.npz", *model.get_weights())
 with open(f"{args.out}/history_{strategy.rank}.json", "w") as handle:
     json.dump({"history": history.history, "bytes_per_step": strategy.stats.bytes_per_step,
                "ratio": strategy.stats.compression_ratio, "size": strategy.size,
-               "shared_buckets": strategy.stats.shared_buckets}, handle)
+               "shared_buckets": strategy.stats.shared_buckets,
+               "communicator": type(strategy.communicator).__name__}, handle)

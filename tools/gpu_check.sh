@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The GPU acceptance checks of issue #28 in one run on a machine with an NVIDIA GPU:
+#
+#     tools/gpu_check.sh OUTDIR [CHECK ...]     # CHECK: env tests suite train bench gpu (all)
+#
+# Made for a lent GPU machine whose Python already holds cupy, torch, numba, mpi4py and pytest
+# and which cannot download: it installs this checkout into that Python without dependencies
+# (and the mpich wheel from .whl/ when one was carried there), runs each check under its own
+# time limit, writes one log per check and summary.json into OUTDIR, and prints the summary.
+# The correctness checks (tests, suite, train) run side by side; the timed ones (bench, gpu)
+# run after them, alone on the GPU. Figures are the JSON lines the checks print.
+set -u
+OUT=${1:?usage: tools/gpu_check.sh OUTDIR [CHECK ...]}
+shift
+CHECKS=${*:-env tests suite train bench gpu}
+cd "$(dirname "$0")/.."
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+: >"$OUT/checks.tsv"
+
+wants() { [[ " $CHECKS " == *" $1 "* ]]; }
+
+# check NAME LIMIT_S LOG COMMAND...: run under a time limit, appending to LOG; record rc, time
+check() {
+    local name=$1 limit=$2 log=$3 start rc
+    shift 3
+    start=$(date +%s)
+    echo "=== $name: $*" >>"$log"
+    timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+    rc=$?
+    printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "$log" >>"$OUT/checks.tsv"
+    return $rc
+}
+
+{
+    echo "date: $(date -u +%FT%TZ)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
+        --format=csv 2>&1
+    $PY -m pip install -q --no-deps --no-build-isolation --no-index -e . 2>&1 | tail -3
+    if ls .whl/mpich-*.whl >/dev/null 2>&1 && ! command -v "$(dirname "$(command -v $PY)")/mpiexec" >/dev/null; then
+        $PY -m pip install -q --no-deps --no-index .whl/mpich-*.whl 2>&1 | tail -3
+    fi
+    $PY -m pip list 2>/dev/null | grep -iE "^(cupy|numpy|numba|torch|mpi4py|mpich|nvidia-nccl|pytest) "
+} >"$OUT/env.log" 2>&1
+wants env && check env 60 "$OUT/env.log" $PY -m hiapi
+
+pids=()
+if wants tests; then
+    check tests 240 "$OUT/tests.log" $PY -m pytest -q -rfE -p no:cacheprovider --timeout 150 \
+        tests/backends/test_cupy_backend.py &
+    pids+=($!)
+fi
+if wants suite; then
+    HIAPI_BACKEND=cupy check suite 240 "$OUT/suite.log" $PY -m pytest -q -rfE \
+        -p no:cacheprovider --timeout 150 -n 8 tests/graph tests/layers tests/models \
+        tests/optimizers &
+    pids+=($!)
+fi
+if wants train; then
+    (   # the GPU runs and their numpy references in two chains, side by side
+        ( check train_mlp_cupy 120 "$OUT/train.log" $PY tools/gpu_checks.py train mlp cupy
+          check train_convnet_cupy 150 "$OUT/train.log" $PY tools/gpu_checks.py train convnet cupy ) &
+        OMP_NUM_THREADS=4 check train_mlp_numpy 120 "$OUT/train_numpy.log" \
+            $PY tools/gpu_checks.py train mlp numpy
+        OMP_NUM_THREADS=4 check train_convnet_numpy 200 "$OUT/train_numpy.log" \
+            $PY tools/gpu_checks.py train convnet numpy
+        wait
+    ) &
+    pids+=($!)
+fi
+for pid in "${pids[@]}"; do wait "$pid"; done
+[ -f "$OUT/train_numpy.log" ] && cat "$OUT/train_numpy.log" >>"$OUT/train.log" && rm "$OUT/train_numpy.log"
+
+wants bench && check bench 200 "$OUT/bench.log" $PY benchmarks/gpu_train_step.py
+if wants gpu; then
+    check profile 90 "$OUT/gpu.log" $PY tools/gpu_checks.py profile
+    check memory 90 "$OUT/gpu.log" $PY tools/gpu_checks.py memory
+fi
+
+$PY tools/gpu_summary.py "$OUT"
