@@ -43,28 +43,29 @@ check() {
     fi
     $PY -m pip list 2>/dev/null | grep -iE "^(cupy|numpy|numba|torch|mpi4py|mpich|nvidia-nccl|pytest) "
 } >"$OUT/env.log" 2>&1
-wants env && check env 60 "$OUT/env.log" $PY -m hiapi
+wants env && check env 45 "$OUT/env.log" $PY -m hiapi
 
 pids=()
 if wants tests; then
-    check tests 240 "$OUT/tests.log" $PY -m pytest -q -rfE -p no:cacheprovider --timeout 150 \
+    check tests ${LIMIT_TESTS:-180} "$OUT/tests.log" $PY -m pytest -v -rfE -p no:cacheprovider --timeout 120 \
         tests/backends/test_cupy_backend.py &
     pids+=($!)
 fi
 if wants suite; then
-    HIAPI_BACKEND=cupy check suite 240 "$OUT/suite.log" $PY -m pytest -q -rfE \
-        -p no:cacheprovider --timeout 150 -n 8 tests/graph tests/layers tests/models \
-        tests/optimizers &
+    HIAPI_BACKEND=cupy check suite ${LIMIT_SUITE:-180} "$OUT/suite.log" $PY -m pytest -v \
+        --tb=short -rfE -p no:cacheprovider --timeout 120 -n 8 ${SUITE:-tests/graph tests/layers \
+        tests/models tests/optimizers} &
     pids+=($!)
 fi
 if wants train; then
     (   # the GPU runs and their numpy references in two chains, side by side
-        ( check train_mlp_cupy 120 "$OUT/train.log" $PY tools/gpu_checks.py train mlp cupy
-          check train_convnet_cupy 150 "$OUT/train.log" $PY tools/gpu_checks.py train convnet cupy ) &
-        OMP_NUM_THREADS=4 check train_mlp_numpy 120 "$OUT/train_numpy.log" \
+        ( check train_mlp_cupy 60 "$OUT/train.log" $PY tools/gpu_checks.py train mlp cupy
+          check train_convnet_cupy 90 "$OUT/train.log" $PY tools/gpu_checks.py train convnet \
+              cupy --epochs 2 ) &
+        OMP_NUM_THREADS=4 check train_mlp_numpy 60 "$OUT/train_numpy.log" \
             $PY tools/gpu_checks.py train mlp numpy
-        OMP_NUM_THREADS=4 check train_convnet_numpy 200 "$OUT/train_numpy.log" \
-            $PY tools/gpu_checks.py train convnet numpy
+        OMP_NUM_THREADS=4 check train_convnet_numpy 120 "$OUT/train_numpy.log" \
+            $PY tools/gpu_checks.py train convnet numpy --epochs 2
         wait
     ) &
     pids+=($!)
@@ -72,10 +73,10 @@ fi
 for pid in "${pids[@]}"; do wait "$pid"; done
 [ -f "$OUT/train_numpy.log" ] && cat "$OUT/train_numpy.log" >>"$OUT/train.log" && rm "$OUT/train_numpy.log"
 
-wants bench && check bench 200 "$OUT/bench.log" $PY benchmarks/gpu_train_step.py
+wants bench && check bench ${LIMIT_BENCH:-120} "$OUT/bench.log" $PY benchmarks/gpu_train_step.py
 if wants gpu; then
-    check profile 90 "$OUT/gpu.log" $PY tools/gpu_checks.py profile
-    check memory 90 "$OUT/gpu.log" $PY tools/gpu_checks.py memory
+    check profile 45 "$OUT/gpu.log" $PY tools/gpu_checks.py profile
+    check memory 45 "$OUT/gpu.log" $PY tools/gpu_checks.py memory
 fi
 
 $PY tools/gpu_summary.py "$OUT"

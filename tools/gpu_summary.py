@@ -7,10 +7,16 @@ from pathlib import Path
 
 def pytest_lines(text):
     lines = text.splitlines()
-    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
+    failed = []             # "FAILED id - why" at the end, or "[gw3] [ 40%] FAILED id" as they ran
+    ordered = sorted(lines, key=lambda line: not line.startswith(("FAILED ", "ERROR ")))
+    for line in ordered:
+        if line.startswith(("FAILED ", "ERROR ")) or "] FAILED " in line or "] ERROR " in line:
+            test = line.split("FAILED " if "FAILED " in line else "ERROR ", 1)[1].split(" ")[0]
+            if not any(test in seen for seen in failed):
+                failed.append(line.strip()[:300])
     closing = [line for line in lines if " passed" in line or " failed" in line
                or " error" in line][-1:]
-    return closing, failed[:40]
+    return closing, failed[:60]
 
 
 def figures(text):
