@@ -18,6 +18,7 @@ quota in containers) divided by the MPI ranks on this node, at least 1. A user's
 
 ``apply()`` runs when hiapi is imported (about 1 ms) and again when the numba backend loads.
 """
+import contextlib
 import ctypes
 import math
 import os
@@ -154,16 +155,35 @@ def compute():
 _computed = None
 
 
+_loaders = 0       # PyDataset worker threads or processes running now (loader_workers)
+
+
 def budget():
-    """The budget in force: ``config.set_num_threads``, ``HIAPI_NUM_THREADS``, else computed."""
+    """The budget in force: ``config.set_num_threads``, ``HIAPI_NUM_THREADS``, else computed;
+    less the data-loading workers running now (``loader_workers``)."""
     from hiapi import config     # not at the top: this module must load before numpy does
     global _computed
     if _computed is None:
         _computed = compute()
     chosen, source = config.num_threads_override()
-    if chosen is not None:
-        return _computed._replace(threads=chosen, source=source)
-    return _computed
+    held = _computed if chosen is None else _computed._replace(threads=chosen, source=source)
+    return held._replace(threads=max(1, held.threads - _loaders)) if _loaders else held
+
+
+@contextlib.contextmanager
+def loader_workers(n):
+    """While ``n`` data-loading workers run (``PyDataset(workers=n)``), the step's pools give
+    up ``n`` threads (at least one is left): a worker decoding a batch takes a core, and a
+    pool sized for every core would wait for the one the worker holds (see the
+    oversubscription figures above)."""
+    global _loaders
+    _loaders += n
+    try:
+        apply()
+        yield
+    finally:
+        _loaders -= n
+        apply()
 
 
 def num_threads():
@@ -227,6 +247,8 @@ def apply():
 def use(n):
     """Run the pools with ``n`` threads from now on (at most the budget is what callers pass);
     the thread tuner switches with this, so it costs microseconds when the libraries are known."""
+    if _loaders:                     # the tuner's candidates were sized without the workers
+        n = max(1, min(n, budget().threads))
     if _applied.get("active") == n:
         return
     if "controller" not in _applied:

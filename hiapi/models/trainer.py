@@ -303,11 +303,12 @@ class Trainer:
         hooks.on_test_begin()
         source.on_epoch_begin()
         ran, logs_wanted = 0, hooks.logs_wanted("on_test_batch_end")
-        for step, (feed, local_n, _) in enumerate(source.epoch()):
-            hooks.on_test_batch_begin(step)
-            compiled.record(test(*feed), local_n)
-            hooks.on_test_batch_end(step, compiled.logs() if logs_wanted(step) else {})
-            ran += 1
+        with contextlib.closing(source.epoch()) as batches:     # workers stop on an error
+            for step, (feed, local_n, _) in enumerate(batches):
+                hooks.on_test_batch_begin(step)
+                compiled.record(test(*feed), local_n)
+                hooks.on_test_batch_end(step, compiled.logs() if logs_wanted(step) else {})
+                ran += 1
         source.on_epoch_end()
         if ran == 0:
             raise ValueError(f"{source.what}: the data ran out: the generator has no batch "
@@ -332,10 +333,11 @@ class Trainer:
         hooks.on_predict_begin()
         source.on_epoch_begin()
         chunks = []
-        for step, (feed, _, _) in enumerate(source.epoch()):
-            hooks.on_predict_batch_begin(step)
-            chunks.append(predict(*feed))
-            hooks.on_predict_batch_end(step, {"outputs": _single(chunks[-1])})
+        with contextlib.closing(source.epoch()) as batches:
+            for step, (feed, _, _) in enumerate(batches):
+                hooks.on_predict_batch_begin(step)
+                chunks.append(predict(*feed))
+                hooks.on_predict_batch_end(step, {"outputs": _single(chunks[-1])})
         source.on_epoch_end()
         hooks.on_predict_end()
         if not chunks:       # no samples: run the empty batch for each output's (0, ...) shape

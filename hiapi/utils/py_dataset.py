@@ -24,9 +24,10 @@ shuffles its batch order per epoch (as Keras does) and why, under
 ``hiapi.distribute.Strategy``, rank r of N can take batches r, r+N, r+2N, ... of the same
 dataset. ``on_epoch_end`` is called after every epoch (reshuffle or augment there).
 
-``workers``, ``use_multiprocessing`` and ``max_queue_size`` are accepted and validated with
-Keras's defaults, but hiapi loads batches in the training thread, one at a time: on the few
-cores hiapi targets the compiled step already uses them all.
+``workers`` reads batches in that many threads, with ``use_multiprocessing=True`` in that
+many spawned processes (which get the pickled dataset, never the model); ``max_queue_size``
+bounds how many are read ahead of the step. Batches reach the step in order whatever the
+worker count (``hiapi.utils.loaders``; the guide is docs/data.md).
 """
 from __future__ import annotations
 

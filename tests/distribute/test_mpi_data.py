@@ -30,11 +30,14 @@ def one_process(ranks, shuffle=False):
 
 @pytest.mark.parametrize("ranks, mode", [(2, "pydataset"), (4, "pydataset"),
                                          (2, "generator"), (2, "batch-shuffle"),
-                                         (4, "batch-shuffle")])
+                                         (4, "batch-shuffle"), (2, "threads"),
+                                         (2, "processes")])
 def test_batch_sources_train_like_one_process_on_the_global_batch(tmp_path, ranks, mode):
     """``batch-shuffle``: fit(shuffle="batch") reorders the same global chunks as one process
-    on the global batch does (the same seed), each rank taking its part of every chunk."""
-    run_mpi(ranks, "data_sources.py", tmp_path, mode)
+    on the global batch does (the same seed), each rank taking its part of every chunk.
+    ``threads``/``processes``: the PyDataset read by each rank's own parallel workers."""
+    script = "pydataset_workers.py" if mode in ("threads", "processes") else "data_sources.py"
+    run_mpi(ranks, script, tmp_path, mode)
     weights, history, evaluation = one_process(ranks, "batch" if mode == "batch-shuffle"
                                                else False)
     logs = [json.load(open(tmp_path / f"history_{r}.json")) for r in range(ranks)]

@@ -1,11 +1,16 @@
 """``hiapi.utils.PyDataset``: batches by index, in order or (``shuffle=True``) in a new batch
 order each epoch, as Keras does. Under ``hiapi.distribute.Strategy`` rank r of N takes batches
 r, r+N, r+2N, ... of the epoch's order; the last ``len % N`` batches are dropped so every rank
-runs the same number of steps."""
+runs the same number of steps. The dataset's ``workers`` read them (``hiapi.utils.loaders``:
+in the training thread, in threads or in spawned processes), each rank its own workers on its
+own batches, always delivered in the epoch's order."""
+import contextlib
+
 import numpy as np
 
 from hiapi.models import data
 from hiapi.models.data_adapters.base import DataAdapter, feed_of
+from hiapi.utils.loaders import loader_for
 
 
 class PyDatasetAdapter(DataAdapter):
@@ -21,15 +26,13 @@ class PyDatasetAdapter(DataAdapter):
             raise ValueError(f"{what}: the PyDataset has {self.length} batches, fewer than "
                              f"the {plan.size} workers; each needs at least one")
         self.steps = per_rank if steps is None else min(per_rank, int(steps))
-        self._cached = {}
-        self.first = self._cached[plan.rank] = self._load(plan.rank)
+        self.loader = loader_for(dataset)
+        # the first batch, read to trace the step, is not read again by the first epoch
+        self._cached = (plan.rank, self._checked(plan.rank, dataset[plan.rank]))
+        self.first = self._cached[1]
 
-    def _load(self, index):
-        """Batch ``index``; the first batch, read to trace the step, is not read again."""
-        if index in self._cached:
-            return self._cached.pop(index)
-        batch = self.prepare(*data.unpack_batch(self.dataset[int(index)], self.what,
-                                                self.targets))
+    def _checked(self, index, item):
+        batch = self.prepare(*data.unpack_batch(item, self.what, self.targets))
         if len(batch[0][0]) == 0:
             raise ValueError(f"{self.what}: batch {index} of the PyDataset is empty "
                              f"(0 samples)")
@@ -37,11 +40,18 @@ class PyDatasetAdapter(DataAdapter):
 
     def epoch(self, rng=None, skip=0, shuffle=False):
         order = rng.permutation(self.length) if shuffle else np.arange(self.length)
-        mine = order[self.plan.rank::self.plan.size][:self.steps]
-        for step in range(skip, self.steps):
-            batch = self._load(mine[step])
-            local_n = len(batch[0][0])
-            yield feed_of(batch), local_n, self.plan.agree_batch(local_n, True, step, self.what)
+        mine = [int(i) for i in order[self.plan.rank::self.plan.size][skip:self.steps]]
+        cached, self._cached = self._cached, None
+        if cached is not None and cached[0] not in mine:
+            cached = None
+        ahead = [index for index in mine if cached is None or index != cached[0]]
+        with contextlib.closing(self.loader.items(ahead)) as items:
+            for step, index in enumerate(mine, skip):
+                batch = cached[1] if cached is not None and index == cached[0] else \
+                    self._checked(index, next(items))
+                local_n = len(batch[0][0])
+                yield feed_of(batch), local_n, self.plan.agree_batch(local_n, True, step,
+                                                                     self.what)
 
     def on_epoch_begin(self):
         self.dataset.on_epoch_begin()

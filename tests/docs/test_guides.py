@@ -1,0 +1,27 @@
+"""Every ```python block of the guides in docs/ runs (each block a script of its own, in a
+fresh interpreter, so that spawned data workers can import it)."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+GUIDES = ["data.md"]
+
+
+def blocks():
+    for guide in GUIDES:
+        text = (DOCS / guide).read_text()
+        for k, block in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
+            yield pytest.param(block, id=f"{guide}-{k}")
+
+
+@pytest.mark.parametrize("code", list(blocks()))
+def test_guide_example_runs(tmp_path, code):
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
