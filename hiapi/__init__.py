@@ -17,5 +17,6 @@ from hiapi import backend, ops  # noqa: F401
 from hiapi import layers, optimizers, callbacks, models, saving, datasets, distribute  # noqa
 from hiapi.layers import Input  # noqa: F401
 from hiapi.models import Model, Sequential  # noqa: F401
+from hiapi.graph.gradient_tape import GradientTape  # noqa: F401
 
 threads.apply()

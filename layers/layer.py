@@ -21,7 +21,7 @@ from hiapi.graph.var import Var
 from hiapi.hints import (ArrayLike, ConstraintLike, DTypeLike, InitializerLike, RegularizerLike,
                          Shape, ShapeLike)
 from hiapi.settings import floatx
-from hiapi.layers import call_signature, layer_io, masks, tracing
+from hiapi.layers import call_signature, layer_io, masks, tracing, tracking
 from hiapi.layers.layer_io import LayerIO
 from hiapi.ops.core import layer_call
 from hiapi.layers.layer_errors import naming_layer
@@ -57,11 +57,20 @@ class Layer(LayerIO):
         self._build_input_shape = None if input_shape is None else (None,) + tuple(input_shape)
 
     def __setattr__(self, name, value):
-        # track layers held as attributes, so their weights belong to this layer (as Keras does)
-        if isinstance(value, Layer) and "_sublayers" in self.__dict__:
-            if value not in self._sublayers:
-                self._sublayers.append(value)
+        # track layers held as attributes, also in lists and dicts, so their weights belong to
+        # this layer (as Keras does); a public list or dict also adopts layers added later
+        if "_sublayers" in self.__dict__ and not isinstance(value, (str, int, float)):
+            found = tracking.layers_in(value, _is_layer)
+            if not name.startswith("_") and (found or (isinstance(value, (list, dict)) and
+                                                       not value)):
+                value = tracking.tracked(value, self._adopt)
+            self._adopt(found)
         super().__setattr__(name, value)
+
+    def _adopt(self, value):
+        for layer in tracking.layers_in(value, _is_layer):
+            if layer is not self and layer not in self._sublayers:
+                self._sublayers.append(layer)
 
     # ---- weights -----------------------------------------------------------------------------
     def add_weight(self, shape: Sequence[int] = (), initializer: InitializerLike = "glorot_uniform",
@@ -116,6 +125,15 @@ class Layer(LayerIO):
             return []
         own = [v for v in self._weights if v.trainable]
         return _unique(own + [w for layer in self._sublayers for w in layer.trainable_weights])
+
+    @property
+    def trainable_variables(self) -> list[Variable]:
+        """Keras 3's name for ``trainable_weights``."""
+        return self.trainable_weights
+
+    @property
+    def non_trainable_variables(self) -> list[Variable]:
+        return self.non_trainable_weights
 
     @property
     def non_trainable_weights(self) -> list[Variable]:
@@ -303,6 +321,10 @@ def _map(fn, structure):
     if isinstance(structure, dict):       # visited in _flatten's order
         return {key: _map(fn, structure[key]) for key in sorted(structure)}
     return fn(structure)
+
+
+def _is_layer(value):
+    return isinstance(value, Layer)
 
 
 def _unique(variables):

@@ -37,3 +37,9 @@ def add_update(variable, value):
 def add_loss(value):
     if _collectors:
         _collectors[-1].losses.append(value)
+
+
+def traced_losses():
+    """The loss terms the layers added so far in the step being traced (regularization,
+    ``add_loss``): what a custom step's ``compute_loss`` adds to the compiled losses."""
+    return list(_collectors[-1].losses) if _collectors else []

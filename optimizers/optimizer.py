@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from hiapi.hints import LearningRate
-from hiapi.graph import Variable, ops, placeholder
+from hiapi.graph import Function, Variable, ops, placeholder, step_recording
 from hiapi.optimizers import clipping
 
 
@@ -56,6 +56,7 @@ class Optimizer:
         self.iterations = Variable(np.int64(0), name=f"{self.name}/iterations", trainable=False)
         self._slots: dict[tuple[int, str], Variable] = {}     # (id(variable), slot name)
         self._step_inputs = None
+        self._eager_updates: dict[tuple[int, ...], Function] = {}    # apply() on arrays
         self.built = False
 
     # ---- learning rate -----------------------------------------------------------------------
@@ -170,6 +171,49 @@ class Optimizer:
             updates += step
         updates.append((self.iterations, self.iterations.read + 1))
         return updates
+
+    # ---- Keras 3's user-facing update: in a custom train_step or a hiapi.function ------------
+    def apply(self, grads, trainable_variables=None):
+        """Apply ``grads`` to ``trainable_variables`` (Keras 3's ``optimizer.apply``). In a
+        traced step (a custom ``train_step``, a ``hiapi.function``) this adds the update ops
+        to the step, after averaging the gradients over workers under a data-parallel
+        Strategy; on arrays it updates the variables now."""
+        grads = list(grads)
+        if trainable_variables is None:
+            raise ValueError(f"{self.name}.apply: give the variables the gradients are for, "
+                             f"apply(grads, model.trainable_variables)")
+        variables = list(trainable_variables)
+        if len(grads) != len(variables):
+            raise ValueError(f"{self.name}.apply: got {len(grads)} gradients for "
+                             f"{len(variables)} variables")
+        record = step_recording.active()
+        if record is None:
+            return self._apply_now(grads, variables)
+        plan = record.plan
+        if plan is not None:
+            grads = plan.reduce_gradients(grads, variables, self)
+            record.feed(plan, plan.step_inputs(), None)     # the step's worker share
+        updates = plan.get_updates(self, grads, variables) if plan is not None else \
+            self.get_updates(grads, variables)
+        record.feed(self, self.step_inputs(), self.step_values)
+        record.add_updates(self, updates)
+
+    def apply_gradients(self, grads_and_vars):
+        """tf.keras's form: ``apply_gradients(zip(grads, variables))``."""
+        pairs = list(grads_and_vars)
+        return self.apply([g for g, _ in pairs], [v for _, v in pairs])
+
+    def _apply_now(self, grads, variables):
+        """``apply`` on arrays: one compiled update per set of variables."""
+        key = tuple(id(v) for v in variables)
+        cached = self._eager_updates.get(key)
+        if cached is None:
+            holders = [placeholder(v.shape, v.dtype) for v in variables]
+            cached = Function(holders + self.step_inputs(), [],
+                              self.get_updates(holders, variables), name=f"{self.name}_apply")
+            self._eager_updates[key] = cached
+        cached(*[np.asarray(g, v.dtype) for g, v in zip(grads, variables)],
+               *self.step_values())
 
     def _accumulate(self, pairs, apply_now):
         steps = self.gradient_accumulation_steps

@@ -13,11 +13,12 @@ from hiapi.graph import ops
 from hiapi.graph.schedule import topological_order
 
 
-def grad(y, xs, grad_y=None):
+def grad(y, xs, grad_y=None, stop=()):
     """Gradients of ``y`` with respect to each of ``xs`` (None where y does not depend on it).
 
     ``y`` must be a scalar unless ``grad_y`` (same shape as y) is given: the result is then the
-    vector-Jacobian product.
+    vector-Jacobian product. Vars in ``stop`` are treated as constants (a ``GradientTape``'s
+    ``stop_recording`` block).
     """
     if grad_y is None:
         if y.ndim != 0:
@@ -25,11 +26,11 @@ def grad(y, xs, grad_y=None):
                              f"for a vector-Jacobian product")
         grad_y = ops.constant(1.0, y.dtype)
     order = topological_order([y])
-    depends = _depends_on(order, xs)
+    depends = _depends_on(order, xs, stop)
     grads = {y: grad_y}
     for var in reversed(order):
         g = grads.get(var)
-        if g is None or var.op.is_source:
+        if g is None or var.op.is_source or var in stop:
             continue
         for inp, gi in zip(var.inputs, var.op.grad(var.inputs, var, g)):
             if gi is None or inp not in depends:
@@ -38,10 +39,10 @@ def grad(y, xs, grad_y=None):
     return [grads.get(x) for x in xs]
 
 
-def _depends_on(order, xs):
+def _depends_on(order, xs, stop=()):
     """Vars in ``order`` whose value depends on some of ``xs`` (only those need gradients)."""
     depends = set(xs)
     for var in order:
-        if any(inp in depends for inp in var.inputs):
+        if var not in stop and any(inp in depends for inp in var.inputs):
             depends.add(var)
     return depends

@@ -27,6 +27,8 @@ class Var:
         self._keras_history = None   # (layer, call inputs) when produced by a layer call
         self._keras_logits = None    # pre-activation Var when this is softmax/sigmoid output
         self._keras_mask = None      # boolean Var (batch, steps): which time steps are real data
+        for watcher in _watchers:     # a GradientTape's stop_recording block
+            watcher.append(self)
 
     @property
     def ndim(self):
@@ -83,6 +85,9 @@ class Var:
     def mean(self, axis=None, keepdims=False): return _ops().mean(self, axis, keepdims)
     def max(self, axis=None, keepdims=False): return _ops().max(self, axis, keepdims)
     def astype(self, dtype): return _ops().cast(self, dtype)
+
+
+_watchers: list = []      # lists that collect every Var made while they are in here
 
 
 def _ops():

@@ -24,8 +24,11 @@ the variables, so evaluating them costs no extra pass over the batch on the host
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from hiapi.graph import step_recording
 from hiapi.hints import DTypeLike
 from hiapi.utils.eager import EagerCache, is_symbolic
 from hiapi.utils.naming import snake_case
@@ -115,7 +118,31 @@ def graph_update(update_state):
     return update_state
 
 
+def _deferred(method, fn):
+    """``fn`` (``update_state``, ``reset_state`` or ``result``), which inside a traced custom
+    step is recorded and made on the host after each run (``hiapi.graph.step_recording``)."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        record = step_recording.active()
+        if record is None or (method == "update_state" and
+                              not is_symbolic(*args, *kwargs.values())):
+            return fn(self, *args, **kwargs)
+        if method == "result":
+            return step_recording.DeferredResult(self)
+        record.defer(self, method, args, kwargs)
+        return None
+    wrapper.defers_in_steps = True
+    return wrapper
+
+
 class Metric:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for method in ("update_state", "reset_state", "result"):
+            fn = cls.__dict__.get(method)
+            if fn is not None and not getattr(fn, "defers_in_steps", False):
+                setattr(cls, method, _deferred(method, fn))
+
     def __init__(self, dtype: DTypeLike | None = None, name: str | None = None) -> None:
         self.name = name or snake_case(type(self).__name__)
         self.dtype = np.dtype(dtype or "float32").name
@@ -197,6 +224,10 @@ class Metric:
             raise TypeError(f"{self.name}: update_state takes arrays; inside a compiled model "
                             f"pass the metric to compile(metrics=[...])")
         self.merge_statistics(self._eager.run(self.statistics, [y_true, y_pred, sample_weight]))
+
+
+for _method in ("update_state", "reset_state", "result"):
+    setattr(Metric, _method, _deferred(_method, Metric.__dict__[_method]))
 
 
 class StatisticsMetric(Metric):

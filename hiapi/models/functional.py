@@ -17,7 +17,8 @@ from hiapi.hints import Tensor
 from hiapi.graph.var import Var
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer, _flatten, _map
-from hiapi.models import op_node
+from hiapi.models import op_node, subclassed
+from hiapi.models.input_signature import InputSignature
 from hiapi.models.trainer import Trainer
 
 
@@ -28,7 +29,8 @@ class Model(Trainer, Layer):
         Layer.__init__(self, name=name, trainable=trainable, **kwargs)
         Trainer.__init__(self)
         if inputs is None and outputs is None:
-            return      # subclassed model: layers are attributes, call() is the user's
+            self._signature = None   # subclassed: layers are attributes, call() is the user's
+            return
         if inputs is None or outputs is None:
             raise ValueError(f"Model {self.name!r}: give both inputs and outputs")
         self._inputs_struct, self._outputs_struct = inputs, outputs
@@ -85,8 +87,47 @@ class Model(Trainer, Layer):
         return None     # replaying the layers attached their own masks to the outputs
 
     def input_specs(self):
-        """(shape, dtype) of each input, batch axis included."""
+        """(shape, dtype) of each input, batch axis included (None for a subclassed model
+        that has not seen its inputs yet)."""
+        if subclassed.is_subclassed(self):
+            return self._signature.specs if self._signature is not None else None
         return [(var.shape, var.dtype) for var in self.inputs]
+
+    def structure_inputs(self, flat):
+        """One placeholder per input, in the structure ``call`` takes."""
+        if subclassed.is_subclassed(self) and self._signature is not None:
+            return self._signature.structure(flat)
+        return flat[0] if len(flat) == 1 else flat
+
+    def learn_inputs(self, x):
+        """A subclassed model learns its input signature from the first data it is given."""
+        if subclassed.is_subclassed(self):
+            subclassed.learn_signature(self, InputSignature.from_data(x))
+
+    def learn_outputs(self, outputs):
+        """A subclassed model returning a dict names its outputs by the keys (as Keras)."""
+        if subclassed.is_subclassed(self) and "_outputs_struct" not in self.__dict__:
+            self._outputs_struct = outputs
+
+    def build(self, input_shape=None):
+        """Create the weights: a subclassed model traces ``call`` on inputs of
+        ``input_shape`` (a shape, a list of shapes or a dict of them), as in Keras."""
+        if not subclassed.is_subclassed(self) or self.built or subclassed.tracing(self):
+            self.built = True         # (called by the first call's own trace: nothing to do)
+            return
+        if input_shape is None:
+            raise ValueError(f"Model {self.name!r}: build() needs the input_shape of a "
+                             f"subclassed model")
+        subclassed.build(self, input_shape)
+
+    def _call_symbolic(self, inputs, training, mask=None):
+        if not subclassed.is_subclassed(self) or self.built:
+            return super()._call_symbolic(inputs, training, mask)
+        subclassed.learn_signature(self, InputSignature.from_tensors(inputs))
+        with subclassed.first_trace(self):
+            outputs = super()._call_symbolic(inputs, training, mask)
+        subclassed.check_tracked(self, inputs, outputs)
+        return outputs
 
     def call(self, inputs, training=None):
         new_inputs = _flatten(inputs)

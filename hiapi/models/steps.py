@@ -22,7 +22,9 @@ def input_placeholders(model, xs):
 
 def _trace(model, inputs, training):
     with collect_state() as state, not_a_node():
-        outputs = _flatten(model(inputs[0] if len(inputs) == 1 else inputs, training=training))
+        structure = model(model.structure_inputs(inputs), training=training)
+        model.learn_outputs(structure)
+        outputs = _flatten(structure)
     return outputs, state
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from hiapi.hints import (ArrayLike, InputData, LossLike, MetricLike, OptimizerLike, Predictions,
                          Verbose)
+from hiapi import metrics as metrics_module
 from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
@@ -24,10 +25,13 @@ from hiapi.callbacks import timeline
 from hiapi.models import data, steps
 from hiapi.models.data_adapters import ArrayAdapter, fit_adapters, get_adapter, warn_ran_out
 from hiapi.models.distribution import LOCAL
+from hiapi.models import custom_steps
+from hiapi.models.compile_metrics import CompileMetrics
 from hiapi.models.compile_utils import CompiledTargets
+from hiapi.models.step_methods import StepMethods
 
 
-class Trainer:
+class Trainer(StepMethods):
     name: str            # Layer's: every Model is a Layer and a Trainer
 
     def __init__(self):
@@ -56,7 +60,6 @@ class Trainer:
         backward pass from about sqrt(n) checkpoints (Chen et al. 2016); ``memory_budget``
         (bytes or "2GB") picks the cheapest recomputation that fits, or fails naming the
         smallest budget achievable. See ``memory_report()``."""
-        _refuse_custom_steps(self)
         if memory not in (None, "sublinear"):
             raise ValueError(f"compile: memory must be None or 'sublinear', got {memory!r}")
         self._recompute = memory_budget if memory_budget is not None else memory
@@ -64,7 +67,8 @@ class Trainer:
                                      "weighted_metrics", "auto_scale_loss"}
         if unsupported:
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(unsupported)}")
-        if loss is None:
+        if loss is None and not (custom_steps.overrides(self, "train_step") or
+                                 custom_steps.overrides(self, "test_step")):
             raise ValueError("compile: a loss is required, e.g. "
                              "loss='sparse_categorical_crossentropy'")
         self.optimizer = optimizers_module.get(optimizer)
@@ -81,6 +85,9 @@ class Trainer:
         self._weighted_metric_ids = kwargs.get("weighted_metrics")   # get sample weights
         self._compiled_targets = None
         self._step_functions = {}
+        self._loss_tracker = metrics_module.Mean(name="loss")      # for custom steps
+        self._compile_metrics = CompileMetrics(metrics, self._weighted_metric_ids) \
+            if metrics or self._weighted_metric_ids else None
         self.compiled = True
 
     def compiled_targets(self, outputs):
@@ -120,6 +127,8 @@ class Trainer:
         """The Input layers' names (functional models), for x given as a dict."""
         if isinstance(getattr(self, "_inputs_struct", None), dict):
             return sorted(self._inputs_struct)           # Model(inputs={"name": ...})
+        if getattr(self, "_signature", None) is not None:
+            return self._signature.names                 # a subclassed model fed a dict
         symbolic = getattr(self, "inputs", None)
         return [var._keras_history[0].name for var in symbolic] if symbolic else None
 
@@ -127,6 +136,9 @@ class Trainer:
         """Checked arrays ``(xs, ys, weights)`` from the user's x, y and sample_weight (arrays,
         lists, or dicts keyed by input/output name): labels converted for the losses, class
         weights turned into sample weights, NaN refused when ``check_finite``."""
+        self.learn_inputs(x)
+        if y is not None and self.uses_custom_steps():
+            return custom_steps.prepare(self, x, y, sample_weight, class_weight, check_finite)
         xs = data.as_list(data.by_name(x, self._input_names(), "x", "input"), "x")
         if not xs:
             raise ValueError("x is required")
@@ -142,7 +154,7 @@ class Trainer:
         if y is None:
             return xs, [], []
         if self._compiled_targets is None:       # trace once to learn the output names
-            self._step("predict", xs)
+            self.compiled_targets(steps.predict_function(self, xs).outputs)
         names = self._compiled_targets.names
         ys = data.as_list(data.by_name(y, names, "y", "output"), "y")
         ys = self._compiled_targets.prepare_labels(ys)
@@ -170,13 +182,21 @@ class Trainer:
         data.check_sample_weights(weights, n)
         return [w.astype(np.float32) for w in weights]
 
+    def uses_custom_steps(self):
+        """Whether fit and evaluate run this model's own train_step/test_step."""
+        return custom_steps.uses_custom_steps(self)
+
     def _step(self, kind, xs, ys=(), weights=()):
-        key = (kind, bool(weights)) + tuple((a.ndim, a.dtype.kind) for a in [*xs, *ys])
+        key = (kind, bool(weights), len(ys)) + tuple((a.ndim, a.dtype.kind) for a in [*xs, *ys])
         function = self._step_functions.get(key)
         if function is None:
-            if kind == "predict":
+            if kind == "predict" and custom_steps.overrides(self, "predict_step") or \
+                    kind != "predict" and self.uses_custom_steps():
+                function = custom_steps.CustomStep(self, kind, xs, ys, weights)
+            elif kind == "predict":
                 function = steps.predict_function(self, xs)
-                self.compiled_targets(function.outputs) if self.compiled else None
+                if self.compiled and self._loss_ids is not None:
+                    self.compiled_targets(function.outputs)
             else:
                 builder = steps.train_function if kind == "train" else steps.test_function
                 if kind == "train":      # a pipeline strategy builds its stage's step itself
@@ -210,6 +230,7 @@ class Trainer:
             self, x, y, sample_weight, class_weight, batch_size, plan, steps_per_epoch,
             validation_split, validation_data, validation_steps, validation_batch_size)
         train = self._step("train", *train_data.first)
+        compiled = self._tracker(train)
         plan.begin(self)                        # same weights and batch order on every worker
         if plan.serves:                         # a parameter server: serve the workers
             return plan.serve(self)
@@ -222,7 +243,6 @@ class Trainer:
         hooks += timeline.from_environment(hooks)            # HIAPI_TIMELINE=trace.json
         hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": train_data.steps,
                                            "verbose": verbose})
-        compiled = self._compiled_targets
         self.stop_training, self._resume_at = False, None
         hooks.on_train_begin()
         skip = 0
@@ -298,7 +318,7 @@ class Trainer:
     def _run_test(self, source, hooks):
         """Loss and metrics over one pass of ``source`` (an adapter), with the test hooks."""
         test = self._step("test", *source.first)
-        compiled = self._compiled_targets
+        compiled = self._tracker(test)
         compiled.reset()
         hooks.on_test_begin()
         source.on_epoch_begin()
@@ -360,11 +380,12 @@ class Trainer:
         self._require_compiled("train_on_batch")
         xs, ys, weights = self._prepare(x, y, sample_weight, class_weight)
         step = self._step("train", xs, ys, weights)
-        self._compiled_targets.reset()
+        compiled = self._tracker(step)
+        compiled.reset()
         n, plan = len(xs[0]), self.distribution
-        self._compiled_targets.record(step(*xs, *ys, *weights, *self.optimizer.step_values(),
-                                           *plan.step_values(n, plan.global_batch(n))), n)
-        logs = self._compiled_targets.logs()
+        compiled.record(step(*xs, *ys, *weights, *self.optimizer.step_values(),
+                             *plan.step_values(n, plan.global_batch(n))), n)
+        logs = compiled.logs()
         return logs if return_dict else _as_result(logs)
 
     def test_on_batch(self, x: InputData, y: InputData = None,
@@ -381,6 +402,10 @@ class Trainer:
         xs, _, _ = self._prepare(x)
         outputs = self._step("predict", xs)(*xs)
         return self._as_output_structure(list(outputs))
+
+    def _tracker(self, step):
+        """What turns a step's outputs into logs: the compiled targets, or a custom step's."""
+        return getattr(step, "tracker", None) or self._compiled_targets
 
     def memory_report(self, print_fn: Callable[[str], Any] | None = None) -> None:
         """Print the memory plan of the last compiled train step (see ``hiapi.graph.memory``):
@@ -432,17 +457,3 @@ def _as_result(logs):
 
 def _single(outputs):
     return outputs[0] if len(outputs) == 1 else outputs
-
-
-def _refuse_custom_steps(model):
-    """Keras lets a Model subclass override ``train_step``/``test_step``/``predict_step`` with
-    backend code (GradientTape, jax.grad, torch autograd). hiapi compiles the whole step into its
-    graph and would never call them, so training would silently ignore the user's step: refuse."""
-    overridden = [name for name in ("train_step", "test_step", "predict_step")
-                  if callable(getattr(type(model), name, None))]
-    if overridden:
-        raise NotImplementedError(
-            f"Model {model.name!r} ({type(model).__name__}) overrides {', '.join(overridden)}: "
-            f"hiapi compiles the training step from the model, losses and optimizer and does "
-            f"not call custom steps; express the computation as layers, losses (add_loss) and "
-            f"metrics instead")

@@ -12,6 +12,7 @@ import numpy as np
 from hiapi.layers.call_signature import PositionalInputs
 from hiapi.layers.input_layer import Input, InputLayer
 from hiapi.layers.layer import _flatten, _map
+from hiapi.models import subclassed
 from hiapi.models.op_node import OpNode
 from hiapi.saving.registry import get_class, registered_name
 
@@ -27,9 +28,30 @@ def serialize_layer(layer):
     if isinstance(layer, Model) and hasattr(layer, "_nodes"):
         return {"class_name": "Functional", "config": _functional_config(layer)}
     if isinstance(layer, Model):
-        raise ValueError(f"cannot save subclassed model {layer.name!r}'s architecture; use "
-                         f"save_weights, or build it with Sequential or the functional API")
+        return _subclassed_config(layer)
     return {"class_name": registered_name(type(layer)), "config": layer.get_config()}
+
+
+def _subclassed_config(model):
+    """A subclassed model is its class (registered, as Keras requires), its ``get_config``
+    (the constructor's arguments) and the input shape it was built for."""
+    name = registered_name(type(model))
+    signature = getattr(model, "_signature", None)
+    if signature is None:
+        raise ValueError(f"cannot save subclassed model {model.name!r} before it is built: "
+                         f"call it, build(input_shape) or fit it first")
+    config = model.get_config()
+    try:
+        type(model).from_config(dict(config))
+    except TypeError as error:
+        raise ValueError(f"cannot save subclassed model {model.name!r} ({type(model).__name__})"
+                         f": its get_config() gives {sorted(config)}, which its __init__ does "
+                         f"not accept ({error}); define get_config() returning the constructor's "
+                         f"arguments (and from_config if they need converting), as Keras "
+                         f"requires") from None
+    return {"class_name": name, "config": config,
+            "build_config": {"input_shape": signature.input_shape(),
+                             "dtypes": [dtype for _, dtype in signature.specs]}}
 
 
 def _functional_config(model):
@@ -90,7 +112,10 @@ def deserialize_layer(config, custom_objects=None):
     cls = get_class(name, custom_objects)
     if "custom_objects" in inspect.signature(cls.from_config).parameters:
         return cls.from_config(body, custom_objects=custom_objects)   # Lambda's functions
-    return cls.from_config(body)
+    layer = cls.from_config(body)
+    if "build_config" in config:          # a subclassed model: weights exist once built
+        subclassed.build(layer, **config["build_config"])
+    return layer
 
 
 def _map_refs(resolve, structure):

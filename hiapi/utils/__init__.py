@@ -5,6 +5,7 @@ import numpy as np
 
 from hiapi.hints import ArrayLike
 from hiapi import random as _random
+from hiapi.utils.data_structures import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from hiapi.utils.naming import clear_session
 from hiapi.utils.plot_model import model_to_dot, plot_model
 from hiapi.utils.py_dataset import PyDataset, Sequence

@@ -22,6 +22,7 @@ def get_adapter(model, x, y=None, sample_weight=None, class_weight=None, *, batc
     """The adapter reading ``x`` (and ``y``, ``sample_weight`` for arrays) for ``what``
     ("fit", "evaluate", "predict", "fit validation_data"); ``targets=False`` for predict;
     ``check_finite`` refuses NaN or infinite values (training data)."""
+    labels_optional = model.uses_custom_steps()      # a custom train_step may take x alone
     if is_batch_source(x):
         for name, value in (("y", y), ("sample_weight", sample_weight)):
             if value is not None:
@@ -30,10 +31,10 @@ def get_adapter(model, x, y=None, sample_weight=None, class_weight=None, *, batc
                                  f"batches instead")
         prepare = _batch_preparer(model, class_weight, targets, check_finite)
         adapter = PyDatasetAdapter if isinstance(x, PyDataset) else GeneratorAdapter
-        return adapter(x, prepare, plan, steps, what, targets)
+        return adapter(x, prepare, plan, steps, what, targets and not labels_optional)
     if x is None:
         raise ValueError(f"{what}: x is required")
-    if targets and y is None:
+    if targets and y is None and not labels_optional:
         raise ValueError(f"{what}: y (the targets) is required when x is an array")
     arrays = model._prepare(x, y, sample_weight, class_weight, check_finite)
     return ArrayAdapter(arrays, batch_size, plan, steps, what, source,
