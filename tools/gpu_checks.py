@@ -40,6 +40,9 @@ def train(args):
 def _models():
     import hiapi
     from hiapi import layers
+    yield "mlp_b256", (256, 784), lambda: hiapi.Sequential([
+        hiapi.Input(shape=(784,)), layers.Dense(1024, activation="relu"),
+        layers.Dense(1024, activation="relu"), layers.Dense(10)])
     yield "convnet_b128", (128, 28, 28, 1), lambda: hiapi.Sequential([
         hiapi.Input(shape=(28, 28, 1)), layers.Conv2D(32, 3, activation="relu"),
         layers.MaxPooling2D(), layers.Conv2D(64, 3, activation="relu"), layers.MaxPooling2D(),
@@ -47,6 +50,41 @@ def _models():
     yield "mlp8x2048_b1024", (1024, 1024), lambda: hiapi.Sequential(
         [hiapi.Input(shape=(1024,))] + [layers.Dense(2048, activation="relu") for _ in range(8)]
         + [layers.Dense(10)])
+
+
+def _train_executable(model):
+    step = [f for key, f in model._step_functions.items() if key[0] == "train"][-1]
+    return list(step._executables.values())[-1]
+
+
+def _kernel_count(model):
+    return len(_train_executable(model).steps)
+
+
+def _host_and_device_ms(model, x, y, repeats=30):
+    """Median ms of a whole ``train_on_batch`` and of the compiled step's ``run`` alone (inputs
+    already on the device, the GPU drained after each): their difference is what the trainer
+    costs around the step on the host."""
+    import cupy
+    from hiapi.backends import get_backend
+    backend = get_backend()
+    whole, alone = [], []
+    executable = _train_executable(model)
+    xs, ys, weights = model._prepare(x, y)
+    step = model._step("train", xs, ys, weights)
+    n, plan = len(xs[0]), model.distribution
+    feeds = [*xs, *ys, *weights, *model.optimizer.step_values(),
+             *plan.step_values(n, plan.global_batch(n))]
+    coerced = [step._coerce(var, value, backend) for var, value in zip(step.inputs, feeds)]
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.train_on_batch(x, y)
+        whole.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        executable.run(coerced)
+        cupy.cuda.get_current_stream().synchronize()
+        alone.append(time.perf_counter() - start)
+    return round(1000 * float(np.median(whole)), 3), round(1000 * float(np.median(alone)), 3)
 
 
 def memory(args):
@@ -99,6 +137,9 @@ def profile(args):
         x = rng.random(shape).astype(np.float32)
         y = rng.integers(0, 10, shape[0])
         model.train_on_batch(x, y)
+        step_ms, run_ms = _host_and_device_ms(model, x, y)
+        emit(check="step_split", model=name, train_on_batch_ms=step_ms,
+             executable_run_ms=run_ms, kernels=_kernel_count(model))
         lines = []
         rows = model.profile(x, y, repeats=5, print_fn=lines.append)
         print(f"== {name}\n" + "\n".join(lines), flush=True)

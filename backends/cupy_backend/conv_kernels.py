@@ -4,8 +4,9 @@ matrix and contracted with the kernel in one cuBLAS GEMM per group.
 
 cuDNN is not used: cupy 14 removed its cuDNN bindings (``cupyx.cudnn``) and the pip wheels never
 shipped cuDNN, so GEMM on im2col columns is the path every cupy install has. Pooling finds each
-window's first maximum (row-major, as the numpy kernels do) with ``argmax`` and sends gradients
-there with atomic adds (``cupyx.scatter_add``).
+window's first maximum (row-major, as the numpy kernels do) and sends gradients there with
+atomic adds: one ``ElementwiseKernel`` thread per window for float32 and float64, ``argmax`` and
+``cupyx.scatter_add`` for the other dtypes.
 
 The convolutions' temporaries (the zero-padded input, the column matrix, the input gradient's
 padded grid) are declared per shape (``conv_scratch``) and live in the kernel's planned
@@ -203,8 +204,45 @@ def max_pool2d(out, x, pool_size, strides, padding):
     cupy.amax(cols, axis=(3, 4), out=out)
 
 
+# One thread per pooling window: it finds the window's first maximum in row-major order (as
+# the numpy kernels' argmax does; padding never wins) and adds the window's gradient there.
+# Windows that overlap may add to one position, hence the atomic add.
+_MAX_POOL_GRAD = cupy.ElementwiseKernel(
+    "T g, raw T x, int64 h, int64 w, int64 c, int64 oh, int64 ow, int64 kh, int64 kw, "
+    "int64 sh, int64 sw, int64 top, int64 left", "raw T out",
+    """
+    const long long ch = i % c;
+    long long rest = i / c;
+    const long long ox = rest % ow;
+    rest /= ow;
+    const long long oy = rest % oh;
+    const long long n = rest / oh;
+    long long best = -1;
+    T best_value = 0;
+    for (long long a = 0; a < kh; a++) {
+        const long long y = oy * sh + a - top;
+        if (y < 0 || y >= h) continue;
+        for (long long b = 0; b < kw; b++) {
+            const long long xx = ox * sw + b - left;
+            if (xx < 0 || xx >= w) continue;
+            const long long at = ((n * h + y) * w + xx) * c + ch;
+            const T v = x[at];
+            if (best < 0 || v > best_value) { best = at; best_value = v; }
+        }
+    }
+    if (best >= 0) atomicAdd(&out[best], g);
+    """, "hiapi_max_pool_grad")
+
+
 @register("max_pool_scatter")
 def max_pool_scatter(out, x, g, pool_size, strides, padding):
+    if x.dtype in (cupy.float32, cupy.float64) and out.flags.c_contiguous:
+        (top, _), (left, _) = _pads(x.shape[1:3], pool_size, strides, (1, 1), padding)
+        out.fill(0)
+        n, h, w, c = x.shape
+        _MAX_POOL_GRAD(g, cupy.ascontiguousarray(x), h, w, c, g.shape[1], g.shape[2],
+                       pool_size[0], pool_size[1], strides[0], strides[1], top, left, out)
+        return
     index, padded_shape, origin = _argmax_positions(x, pool_size, strides, padding)
     total = cupy.zeros(math.prod(padded_shape), out.dtype)
     cupyx.scatter_add(total, index, g)

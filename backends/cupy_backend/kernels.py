@@ -5,6 +5,8 @@ These mirror the numpy reference kernel for kernel: cupy has the same functions 
 ``out=`` arguments, and runs them on the current stream without waiting for the GPU. The shape
 ops, identity, pad and the broadcast pair are the numpy backend's own (``array_kernels``).
 """
+import math
+
 import cupy
 import numpy as np
 
@@ -54,8 +56,28 @@ def cast(out, x, dtype):
     cupy.copyto(out, x, casting="unsafe")
 
 
+_ones = {}
+
+
+def _ones_row(rows, dtype):
+    """A (1, rows) row of ones on the device, kept: the left factor of a column sum."""
+    key = (rows, dtype)
+    if key not in _ones:
+        _ones[key] = cupy.ones((1, rows), dtype)
+    return _ones[key]
+
+
 @register("sum")
 def sum_(out, x, axis, keepdims):
+    lead = len(axis)
+    if 0 < lead < x.ndim and x.size and tuple(axis) == tuple(range(lead)) and x.dtype == out.dtype and \
+            x.dtype in (cupy.float32, cupy.float64) and x.flags.c_contiguous and \
+            out.flags.c_contiguous:
+        # a sum over the leading axes (every bias gradient) as one cuBLAS product with a row
+        # of ones: cupy's reduction over a tall matrix's rows took 0.3 ms where this takes ~10 us
+        rows = math.prod(x.shape[:lead])
+        cupy.matmul(_ones_row(rows, x.dtype), x.reshape(rows, -1), out=out.reshape(1, -1))
+        return
     cupy.sum(x, axis=axis, dtype=out.dtype, keepdims=keepdims, out=out)
 
 
@@ -80,13 +102,16 @@ def matmul(out, a, b):
     cupy.matmul(a, b, out=out)
 
 
+_AXPBY = cupy.ElementwiseKernel("T p, T c, T alpha, T beta", "T out",
+                                "out = alpha * p + beta * c", "hiapi_axpby")
+
+
 @register("gemm")
 def gemm(out, a, b, c, alpha, beta):
-    # the product through a temporary; out may be c's storage, which is read first
+    # the product through a temporary, then alpha * product + beta * c in one pass; out may be
+    # c's storage (each element of c is read before its own element of out is written)
     product = cupy.matmul(a, b)
-    cupy.multiply(c, beta, out=out)
-    product *= alpha
-    out += product
+    _AXPBY(product, c, out.dtype.type(alpha), out.dtype.type(beta), out)
 
 
 @register("concatenate")

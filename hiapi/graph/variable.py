@@ -22,6 +22,18 @@ class Variable:
         self.read = Read(self)()
 
     @property
+    def value(self):
+        """The array on the backend's device."""
+        return self._value
+
+    @value.setter
+    def value(self, array):
+        # a host array set from outside (set_weights, a user) goes to the device the steps
+        # run on; on the CPU backends this is the array itself, not a copy
+        from hiapi.backends import get_backend
+        self._value = get_backend().asarray(array)
+
+    @property
     def shape(self):
         return tuple(self.value.shape)
 

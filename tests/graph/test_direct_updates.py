@@ -3,6 +3,7 @@ step) only where no later op still reads the old value; the numbers never change
 import numpy as np
 import pytest
 
+from hiapi.backends import get_backend
 from hiapi.graph import Function, Variable, ops, placeholder
 
 RNG = np.random.default_rng(3)
@@ -27,9 +28,11 @@ def test_sgd_like_update_is_written_in_place_and_matches(memory):
     g = ops.matmul(ops.transpose(x, (1, 0)), 2 * ops.matmul(x, w.read))     # d loss / d w
     data = RNG.normal(size=(5, 4))
     f, (value,) = run([loss], [(w, w.read - 0.1 * g)], (x, data), memory)
-    assert [v is w for _, v in executable(f).direct_updates] == [True]
+    # a backend that checks input on the device (cupy) writes Variables only after the checks
+    deferred = getattr(get_backend(), "checks", None) is not None
+    assert [v is w for _, v in executable(f).direct_updates] == ([] if deferred else [True])
     assert value == pytest.approx(np.sum((data @ start) ** 2), rel=1e-5)
-    np.testing.assert_allclose(w.value, start - 0.1 * data.T @ (2 * data @ start), rtol=1e-5)
+    np.testing.assert_allclose(w.numpy(), start - 0.1 * data.T @ (2 * data @ start), rtol=1e-5)
 
 
 def test_old_value_read_after_the_update_keeps_the_copy():
@@ -40,7 +43,7 @@ def test_old_value_read_after_the_update_keeps_the_copy():
     f, (out,) = run([late], [(w, new)], (x, np.ones((1, 2))), "plan")
     assert executable(f).direct_updates == []
     np.testing.assert_allclose(out, np.ones((1, 2)) @ (np.arange(6.0).reshape(2, 3) * 3))
-    np.testing.assert_allclose(w.value, np.arange(6.0).reshape(2, 3) * 2)
+    np.testing.assert_allclose(w.numpy(), np.arange(6.0).reshape(2, 3) * 2)
 
 
 def test_old_value_as_an_output_is_returned_unchanged():
@@ -50,7 +53,7 @@ def test_old_value_as_an_output_is_returned_unchanged():
                           "plan")
     assert executable(f).direct_updates == []
     np.testing.assert_allclose(old, np.ones(3))
-    np.testing.assert_allclose(w.value, 2 * np.ones(3))
+    np.testing.assert_allclose(w.numpy(), 2 * np.ones(3))
 
 
 def test_set_weights_between_steps_is_respected():
@@ -60,4 +63,4 @@ def test_set_weights_between_steps_is_respected():
     f(np.ones((1, 3)))
     w.value = np.full(3, 10.0)                   # a new array object, as set_weights may give
     f(np.ones((1, 3)))
-    np.testing.assert_allclose(w.value, np.full(3, 11.0))
+    np.testing.assert_allclose(w.numpy(), np.full(3, 11.0))

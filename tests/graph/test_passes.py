@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import hiapi
+from hiapi.backends import get_backend
 from hiapi.graph import Function, Variable, grad, ops, placeholder
 from hiapi.graph.passes import (constant_folding, cse, dead_code, fusion, gemm_accumulate,
                                 optimize, simplify)
@@ -67,7 +68,10 @@ def test_constant_folding():
     assert names([z]) == ["multiply"]
     np.testing.assert_allclose(z.inputs[1].op.value, [2.0, 2 * np.e], rtol=1e-6)
     value = RNG.normal(size=(3, 2)).astype(np.float32)
-    np.testing.assert_array_equal(evaluate([x], z, [value]), evaluate([x], y, [value]))
+    # folding evaluates on the host; a GPU's exp may differ from the host's in the last bit
+    on_host = get_backend().xp is np
+    np.testing.assert_allclose(evaluate([x], z, [value]), evaluate([x], y, [value]),
+                               rtol=0 if on_host else 2e-7, atol=0)
 
 
 def test_simplify_gathers_linear_terms():
@@ -175,11 +179,11 @@ def test_gemm_writes_over_its_c_only():
     update = w.read - 0.5 * ops.matmul(w.read, x)             # a is the Variable's own value
     (rewritten,) = gemm_accumulate.run([update])
     assert rewritten.op.name == "gemm" and rewritten.inputs[0] is w.read
-    start, value = w.value.copy(), RNG.normal(size=(64, 64))
+    start, value = w.numpy(), RNG.normal(size=(64, 64))
     f = Function([x], [], [(w, rewritten)])
     f(value)
     assert next(iter(f._executables.values())).direct_updates == []
-    np.testing.assert_allclose(w.value, start - 0.5 * start @ value, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(w.numpy(), start - 0.5 * start @ value, rtol=1e-10, atol=1e-10)
     product = ops.matmul(x, x)             # planned in the arena, a and c of the GEMM
     (z,) = gemm_accumulate.run([product - 2.0 * ops.matmul(product, x)])
     np.testing.assert_allclose(Function([x], z)(value),
