@@ -65,10 +65,12 @@ def step_flops(workload):
     return 6 * BATCH[workload] * sum(a * b for a, b in zip(widths, widths[1:]))
 
 
-def hiapi_steps(workload):
+def hiapi_steps(workload, policy):
     os.environ["HIAPI_BACKEND"] = "cupy"
     import cupy
     import hiapi
+    if policy != "float32":
+        hiapi.mixed_precision.set_global_policy(policy)
     hiapi.utils.set_random_seed(0)
     model = hiapi_model(workload)
     x = np.random.rand(BATCH[workload], *INPUT[workload]).astype(np.float32)
@@ -79,7 +81,8 @@ def hiapi_steps(workload):
         (lambda: cupy.get_default_memory_pool().total_bytes())
 
 
-def torch_steps(workload):
+def torch_steps(workload, policy):
+    import contextlib
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -92,17 +95,27 @@ def torch_steps(workload):
     y = torch.randint(0, 10, (len(x),))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
+    # mixed precision as torch users write it: autocast, and a GradScaler for float16
+    low = {"mixed_float16": torch.float16, "mixed_bfloat16": torch.bfloat16}.get(policy)
+    scaler = torch.amp.GradScaler("cuda") if low is torch.float16 else None
+
     def step():
         optimizer.zero_grad()
-        loss = nn.functional.cross_entropy(model(x.to(device)), y.to(device))
-        loss.backward()
-        optimizer.step()
+        with torch.autocast("cuda", dtype=low) if low else contextlib.nullcontext():
+            loss = nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
         return loss.item()          # to the host, as hiapi's train_on_batch returns its loss
     return step, torch.cuda.max_memory_reserved
 
 
-def measure(workload, framework):
-    step, memory = torch_steps(workload) if framework == "torch" else hiapi_steps(workload)
+def measure(workload, framework, policy="float32"):
+    step, memory = (torch_steps if framework == "torch" else hiapi_steps)(workload, policy)
     steps, warmup = (10, 3) if workload == "large" else (STEPS, WARMUP)
     for _ in range(warmup):
         step()
@@ -111,7 +124,7 @@ def measure(workload, framework):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    return {"workload": workload, "framework": framework,
+    return {"workload": workload, "framework": framework, "policy": policy,
             "median_ms": 1000 * float(np.median(times)),
             "min_max_ms": [1000 * min(times), 1000 * max(times)],
             "gpu_memory_mb": round(memory() / 2**20, 1)}
@@ -156,12 +169,16 @@ def missing_requirement():
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] in ("peak", *BATCH):
+    if len(sys.argv) in (3, 4) and sys.argv[1] in ("peak", *BATCH):
         print(json.dumps(gemm_peak() if sys.argv[1] == "peak" else measure(*sys.argv[1:])))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="mlp,convnet,cifar,large")
-    workloads = parser.parse_args().workloads.split(",")
+    parser.add_argument("--policies", default="float32",
+                        help="comma-separated: float32, mixed_float16, mixed_bfloat16 "
+                             "(hiapi.mixed_precision; torch.autocast on the torch side)")
+    arguments = parser.parse_args()
+    workloads, policies = arguments.workloads.split(","), arguments.policies.split(",")
     problem = missing_requirement()
     if problem:
         sys.exit(f"gpu_train_step.py needs an NVIDIA GPU with cupy and a CUDA build of torch: "
@@ -174,10 +191,11 @@ def main():
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     peak = child("peak", "-")
-    for workload in workloads:
-        runs = {framework: child(workload, framework) for framework in ("torch", "cupy")}
+    for workload, policy in [(w, p) for p in policies for w in workloads]:
+        runs = {framework: child(workload, framework, policy) for framework in ("torch", "cupy")}
         for framework, run in runs.items():
-            run.update(workload=workload, framework=framework, device=peak.get("device"))
+            run.update(workload=workload, framework=framework, policy=policy,
+                       device=peak.get("device"))
             if "error" not in run and "error" not in runs["torch"]:
                 run["over_torch"] = round(run["median_ms"] / runs["torch"]["median_ms"], 3)
                 run["throughput_vs_torch"] = round(1 / run["over_torch"], 3)
