@@ -18,5 +18,6 @@ from hiapi import layers, optimizers, callbacks, models, saving, datasets, distr
 from hiapi.layers import Input  # noqa: F401
 from hiapi.models import Model, Sequential  # noqa: F401
 from hiapi.graph.gradient_tape import GradientTape  # noqa: F401
+from hiapi.models.traced_function import function  # noqa: F401
 
 threads.apply()

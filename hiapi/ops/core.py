@@ -14,6 +14,7 @@ import numpy as np
 
 from hiapi import backend as _backend
 from hiapi.graph import ops as O
+from hiapi.graph.op import as_var
 from hiapi.graph.var import Var
 from hiapi.graph.variable import Variable
 
@@ -126,8 +127,8 @@ def cast(x, dtype):
 
 def stop_gradient(variable):
     """The same value, with no gradient flowing back through it. On data it is the identity."""
-    if isinstance(variable, Var):
-        return O.stop_gradient(variable)
+    if isinstance(variable, Var) or isinstance(getattr(variable, "read", None), Var):
+        return O.stop_gradient(as_var(variable))        # a Var, or a Variable's value
     return convert_to_tensor(variable)
 
 
