@@ -143,19 +143,54 @@ def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups,
     attrs = {"input_hw": input_hw, "strides": strides, "dilation": dilation, "padding": padding}
     grid, start, _ = _input_grad_scratch(out.shape, g.shape, w.shape, attrs, out.dtype.itemsize)
     grad_padded = take(workspace, grid, out.dtype, xp=cupy)
-    grad_padded.fill(0)
+    if out.dtype not in (cupy.float32, cupy.float64):
+        grad_padded.fill(0)
     for cs, fs in zip(_group_slices(out.shape[3], groups), _group_slices(w.shape[3], groups)):
         wg, gg = w[..., fs], g[..., fs]
         # (N*OH*OW, F) x (F, KH*KW*Cg): every window's gradient, then added back window by tap
         cols = take(workspace, (n * oh * ow, kh * kw * wg.shape[2]), out.dtype, start, xp=cupy)
         cupy.matmul(gg.reshape(-1, gg.shape[3]), wg.reshape(-1, wg.shape[3]).T, out=cols)
+        if out.dtype in (cupy.float32, cupy.float64):
+            _COL2IM(cols, out.shape[1], out.shape[2], wg.shape[2], oh, ow, kh, kw, strides[0],
+                    strides[1], dilation[0], dilation[1], top, left, out[..., cs])
+            continue
         cols = cols.reshape(n, oh, ow, kh, kw, wg.shape[2])
         for i in range(kh):
             for j in range(kw):
                 h0, w0 = i * dilation[0], j * dilation[1]
                 grad_padded[:, h0:h0 + strides[0] * oh:strides[0],
                             w0:w0 + strides[1] * ow:strides[1], cs] += cols[:, :, :, i, j]
-    out[...] = grad_padded[:, top:top + input_hw[0], left:left + input_hw[1]]
+    if out.dtype not in (cupy.float32, cupy.float64):
+        out[...] = grad_padded[:, top:top + input_hw[0], left:left + input_hw[1]]
+
+
+# col2im in one pass: a thread per input-gradient element adds the window gradients of every
+# tap that read it, taps in row-major order from zero, as the strided adds above do (the same
+# float sums); no padded grid, no atomics. ``cols`` is (N*OH*OW, KH*KW*C) of one group.
+_COL2IM = cupy.ElementwiseKernel(
+    "raw T cols, int64 h, int64 w, int64 c, int64 oh, int64 ow, int64 kh, int64 kw, "
+    "int64 sh, int64 sw, int64 dh, int64 dw, int64 top, int64 left", "T out",
+    """
+    const long long ch = i % c;
+    long long rest = i / c;
+    const long long px = rest % w + left;
+    rest /= w;
+    const long long py = rest % h + top;
+    const long long n = rest / h;
+    T total = 0;
+    for (long long a = 0; a < kh; a++) {
+        const long long r = py - a * dh;
+        if (r < 0 || r % sh != 0 || r / sh >= oh) continue;
+        const long long oy = r / sh;
+        for (long long b = 0; b < kw; b++) {
+            const long long q = px - b * dw;
+            if (q < 0 || q % sw != 0 || q / sw >= ow) continue;
+            const long long ox = q / sw;
+            total += cols[((((n * oh + oy) * ow + ox) * kh + a) * kw + b) * c + ch];
+        }
+    }
+    out = total;
+    """, "hiapi_col2im")
 
 
 @register("conv2d_filter_grad", scratch=conv2d_filter_grad_scratch)
