@@ -84,6 +84,12 @@ class CustomStep:
         y = layouts["y"].structure(y_holders) if ys else None
         w = layouts["sample_weight"].structure(w_holders) if weights else None
         self.plan = model.distribution if kind == "train" else None
+        if hasattr(self.plan, "train_function"):     # pipeline / tensor parallel
+            raise NotImplementedError(
+                f"Model {model.name!r}: its own train_step (or a compile without a loss) "
+                f"cannot run under {type(self.plan).__name__}, which splits the model's "
+                f"built-in step across ranks; use a data-parallel hiapi.distribute.Strategy(), "
+                f"or the built-in step (compile with a loss, no train_step override)")
         self.n_plan = len(self.plan.step_inputs()) if self.plan is not None else 0
         self.traced = TracedStep(getattr(model, f"{kind}_step"),
                                  x_holders + y_holders + w_holders,

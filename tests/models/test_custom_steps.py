@@ -176,3 +176,15 @@ def test_step_failing_at_run_time_leaves_variables_untouched():
     after = model.get_weights() + [v.numpy() for v in model.optimizer.variables]
     for old, new in zip(before, after):
         np.testing.assert_array_equal(old, new)
+
+
+def test_a_model_parallel_strategy_refuses_a_custom_step_by_name():
+    class SplitsTheBuiltInStep(hiapi.models.distribution.Local):
+        def train_function(self, model, xs, ys, weighted=False):
+            raise AssertionError("never reached")
+
+    model = functional(KerasThreeStep)
+    model.compile(optimizer="sgd", loss="mse")
+    model._strategy = SplitsTheBuiltInStep()
+    with pytest.raises(NotImplementedError, match=r"SplitsTheBuiltInStep.*data-parallel"):
+        model.fit(*regression(32), verbose=0)

@@ -1,0 +1,28 @@
+"""Subclassed models and custom train steps under a data-parallel Strategy (real mpiexec):
+the tape's gradients are averaged over workers before they are applied, so two ranks train
+exactly as one process on the global batch."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mpi import WORKERS, run_mpi
+
+
+@pytest.mark.parametrize("step", ["builtin", "custom"])
+def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, step):
+    run_mpi(2, "custom_step.py", tmp_path, step, "strategy", 2)
+    subprocess.run([sys.executable, str(WORKERS / "custom_step.py"), str(tmp_path), step,
+                    "reference", "2"], check=True, timeout=180)
+    reference = np.load(tmp_path / f"{step}_reference_0.npz")
+    expected = json.load(open(tmp_path / f"{step}_reference_0.json"))
+    for rank in range(2):
+        weights = np.load(tmp_path / f"{step}_strategy_{rank}.npz")
+        for name in reference.files:
+            np.testing.assert_allclose(weights[name], reference[name], rtol=1e-4, atol=1e-5)
+        history = json.load(open(tmp_path / f"{step}_strategy_{rank}.json"))
+        for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            np.testing.assert_allclose(history[key], expected[key], rtol=1e-4)
+    assert expected["accuracy"][-1] > expected["accuracy"][0]
