@@ -7,7 +7,7 @@ Set the backend before building models: Variables are created on the backend cur
 """
 import importlib
 
-from hiapi import config
+from hiapi.runtime import environment
 
 # name -> (module, the pip extra that provides what it needs)
 AVAILABLE = {
@@ -39,4 +39,4 @@ def set_backend(name):
 
 def get_backend():
     """The current backend, chosen from ``HIAPI_BACKEND`` on first use."""
-    return _current if _current is not None else set_backend(config.backend_name())
+    return _current if _current is not None else set_backend(environment.backend_name())

@@ -23,7 +23,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from hiapi import threads
+from hiapi.runtime import threads
 
 
 class ChunkWorkers:

@@ -4,7 +4,7 @@ Why: OpenBLAS splits a GEMM differently for 1 and 2 threads, and the last bit of
 changes with the split (measured on this machine's OpenBLAS 0.3.31, SkylakeX kernels: in
 ``(128x784) @ (784x512)``, the first Dense layer of ``examples/mnist_mlp.py``, 52,414 of the
 65,536 elements differ between 1 and 2 threads). A seeded run's weights would then depend on
-how many threads ran, so fit's thread tuner (``hiapi.thread_tuner``), which changes the count
+how many threads ran, so fit's thread tuner (``hiapi.runtime.thread_tuner``), which changes the count
 with the load, had to stay off in seeded runs: almost every Keras script.
 
 So hiapi splits the product itself, the way the convolution forward already does
@@ -17,7 +17,7 @@ elements equal those of the whole product does not matter, and is not always so:
 small-matrix kernels take over for bands like ``64x1024 @ 1024x10`` and sum in another order.
 
 Only where the count can change: the bands start when fit's thread tuner first runs in this
-process (``enable``, called by ``hiapi.thread_tuner``) and stay on from then (the count the tuner
+process (``enable``, called by fit's ``ThreadTuning`` callback) and stay on from then (the count the tuner
 left may differ from the budget). With the count fixed -- ``HIAPI_NUM_THREADS``,
 ``set_num_threads``, one thread per rank under ``mpiexec`` -- OpenBLAS splits every product the
 same way on every call, so its own threads are deterministic too, and they are faster: no

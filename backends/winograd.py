@@ -44,7 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hiapi import config, threads
+from hiapi.runtime import environment, threads
 from hiapi.backends.chunk_workers import workers
 from hiapi.backends.workspace import aligned, take
 from hiapi.graph.ops import conv_geometry as geo
@@ -92,7 +92,7 @@ def applies(kernel_hw, strides, dilation, groups, channels):
     """Whether Winograd F(2x2, 3x3) runs this convolution: 3x3, stride 1, no dilation, one
     group, and at least ``MIN_CHANNELS`` input and output channels (``channels``, the
     smaller); never with ``HIAPI_WINOGRAD=0``."""
-    return (config.winograd() and tuple(kernel_hw) == (3, 3) and tuple(strides) == (1, 1)
+    return (environment.winograd() and tuple(kernel_hw) == (3, 3) and tuple(strides) == (1, 1)
             and tuple(dilation) == (1, 1) and groups == 1 and channels >= MIN_CHANNELS)
 
 

@@ -15,7 +15,7 @@ not arrive (``watchdog.py``).
 """
 import numpy as np
 
-from hiapi import config
+from hiapi.runtime import environment
 from hiapi.distribute.abort import abort_job, install_abort_on_uncaught_exception
 from hiapi.distribute.algorithms import check_name, make_algorithm
 from hiapi.distribute.algorithms.background import BackgroundRunner
@@ -112,7 +112,7 @@ class MPICommunicator(Communicator):
         self.algorithm = check_name(algorithm)
         if self.size > 1:
             install_abort_on_uncaught_exception(self.comm)
-        self.watchdog = watchdog_for(self.comm, config.collective_timeout())
+        self.watchdog = watchdog_for(self.comm, environment.collective_timeout())
         # a Python algorithm gets its own duplicate communicator (used from its thread)
         self.allreducer = make_algorithm(algorithm, self.comm.Dup(), self.comm) \
             if algorithm != "native" else None

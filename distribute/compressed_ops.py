@@ -12,7 +12,7 @@ backward computation that is still to come.
 """
 import numpy as np
 
-from hiapi import timeline
+from hiapi.runtime import timeline
 from hiapi.graph import Variable, ops
 from hiapi.graph.op import Op
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from hiapi import timeline
+from hiapi.runtime import timeline
 from hiapi.distribute.sparse_allreduce import SparseVector, sparse_allreduce
 
 

@@ -17,7 +17,7 @@ as the view its readers (the slices for each parameter's update) read.
 """
 import numpy as np
 
-from hiapi import timeline
+from hiapi.runtime import timeline
 from hiapi.graph.op import Op
 
 

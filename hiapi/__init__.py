@@ -8,10 +8,11 @@
 """
 from hiapi._version import __version__, version  # noqa: F401  (package metadata)
 
-from hiapi import threads  # noqa: F401  (first: it configures OpenBLAS before numpy loads it)
-from hiapi import config  # noqa: F401
+from hiapi.runtime import threads  # noqa: F401  (first: it sets OpenBLAS up before numpy loads it)
+from hiapi.runtime import timeline  # noqa: F401  (hiapi.threads, hiapi.timeline: as before)
 from hiapi import random  # noqa: F401
 from hiapi import backends, graph  # noqa: F401
+from hiapi import config  # noqa: F401
 from hiapi import activations, initializers, losses, metrics, utils  # noqa: F401
 from hiapi import backend, ops  # noqa: F401
 from hiapi import layers, optimizers, callbacks, models, saving, datasets, distribute  # noqa

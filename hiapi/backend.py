@@ -10,9 +10,9 @@ compiled graphs (numpy, numba, cupy). This module is what Keras scripts call::
 import numpy as np
 
 from hiapi.graph.var import Var
-from hiapi.settings import (  # noqa: F401
-    backend, epsilon, floatx, image_data_format, set_epsilon, set_floatx,
-    set_image_data_format)
+from hiapi.config import backend  # noqa: F401
+from hiapi.runtime.settings import (  # noqa: F401
+    epsilon, floatx, image_data_format, set_epsilon, set_floatx, set_image_data_format)
 
 
 def clear_session(free_memory=True):

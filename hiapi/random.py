@@ -1,40 +1,11 @@
 """The library's one source of randomness on the host (weight initialisation, shuffling).
 
 ``hiapi.utils.set_random_seed(seed)`` reseeds it, which is what makes two runs with the same
-seed produce identical weights and the same batch order.
+seed produce identical weights and the same batch order. The streams themselves live on the
+runtime floor (``hiapi.runtime.random_streams``), where every floor may draw from them.
 """
-import random as _py_random
-
-import numpy as np
-
-_generator = np.random.default_rng()
-_shuffle_seed = int(np.random.SeedSequence().entropy % 2**63)
-
-
-def generator():
-    return _generator
-
-
-def set_seed(seed):
-    """Reseed hiapi's generator, Python's ``random`` and numpy's legacy global generator."""
-    global _generator, _shuffle_seed
-    seed = int(seed)
-    _generator = np.random.default_rng(seed)
-    _shuffle_seed = seed
-    _py_random.seed(seed)
-    np.random.seed(seed % 2**32)
-
-
-def make_generator(seed=None):
-    """A generator for one initializer: its own when ``seed`` is given, else the global one."""
-    return np.random.default_rng(seed) if seed is not None else _generator
-
-
-def epoch_generator(epoch, seed=None):
-    """The generator that orders epoch ``epoch``'s batches. It depends only on the seed (the
-    model's, see ``model_shuffle_seed``; the global one when None) and the epoch number, so a
-    run resumed from a checkpoint at epoch e shuffles exactly as the uninterrupted run did."""
-    return np.random.default_rng([_shuffle_seed if seed is None else int(seed), int(epoch)])
+from hiapi.runtime.random_streams import (  # noqa: F401  (the streams, on the runtime floor)
+    epoch_generator, generator, make_generator, set_seed, shuffle_seed)
 
 
 def model_shuffle_seed(model):
@@ -44,9 +15,6 @@ def model_shuffle_seed(model):
     new process sets."""
     seed = getattr(model, "_shuffle_seed", None)
     if seed is None:
-        seed = model._shuffle_seed = _shuffle_seed
+        seed = model._shuffle_seed = shuffle_seed()
     return seed
 
-
-def shuffle_seed():
-    return _shuffle_seed

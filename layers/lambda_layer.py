@@ -141,7 +141,7 @@ def _load(name, spec, custom_objects):
                              f"longer exists; pass it in custom_objects={{{spec['name']!r}: "
                              f"fn}}")
         return function
-    from hiapi.settings import unsafe_deserialization_enabled
+    from hiapi.runtime.settings import unsafe_deserialization_enabled
     if not unsafe_deserialization_enabled():
         raise ValueError(f"Lambda {name!r} was saved as Python bytecode, and loading it would "
                          f"run code from the file. If you trust the file, call "

@@ -20,7 +20,7 @@ from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.var import Var
 from hiapi.hints import (ArrayLike, ConstraintLike, DTypeLike, InitializerLike, RegularizerLike,
                          Shape, ShapeLike)
-from hiapi.settings import floatx
+from hiapi.runtime.settings import floatx
 from hiapi.layers import call_signature, layer_io, masks, tracing, tracking
 from hiapi.layers.layer_io import LayerIO
 from hiapi.ops.core import layer_call

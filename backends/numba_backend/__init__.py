@@ -16,7 +16,7 @@ import numba  # fail here, with the extra to install, if numba is missing
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "workqueue"
 
-from hiapi import threads  # noqa: E402
+from hiapi.runtime import threads  # noqa: E402
 
 threads.apply()    # numba's pool to the budget, now that numba is loaded
 

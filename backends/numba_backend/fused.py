@@ -18,7 +18,8 @@ import sys
 
 import numpy as np
 
-from hiapi import config
+from hiapi.runtime import environment
+from hiapi.runtime.atomic import atomic_write
 from hiapi.backends.numba_backend import backend
 from hiapi.backends.numpy_backend.fused_kernel import fused_elementwise as numpy_fused
 from hiapi.backends.numpy_backend.fused_kernel import program_scratch as numpy_scratch
@@ -101,11 +102,10 @@ def _substitute(expression, names):
 
 
 def _load(source, name):
-    folder = config.cache_dir() / "numba"
+    folder = environment.cache_dir() / "numba"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.py"
     if not path.exists() or path.read_text() != source:    # atomic: other processes may race
-        from hiapi.saving.atomic import atomic_write
         atomic_write(path, lambda handle: handle.write(source.encode()))
     spec = importlib.util.spec_from_file_location(f"hiapi_numba_{name}", path)
     module = importlib.util.module_from_spec(spec)

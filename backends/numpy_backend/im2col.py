@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from hiapi import threads
+from hiapi.runtime import threads
 from hiapi.backends import gemm_bands
 from hiapi.backends.chunk_workers import workers
 from hiapi.backends.workspace import aligned, take

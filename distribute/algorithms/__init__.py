@@ -9,7 +9,7 @@ and ``auto``
 lowest, timed on first use). ``MPICommunicator(algorithm=...)`` and
 ``Strategy(algorithm=...)`` take these names.
 """
-from hiapi import config
+from hiapi.runtime import environment
 from hiapi.distribute.algorithms.auto import AutoAllreduce
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm, LinkCosts
 from hiapi.distribute.algorithms.cost_model import measure
@@ -47,7 +47,7 @@ def candidate_algorithms(comm, native_comm=None):
     ranks each."""
     native = NativeAllreduce(native_comm or comm)
     found = [native, RingAllreduce(comm), HalvingDoublingAllreduce(comm)]
-    fake_nodes = config.ranks_per_node()
+    fake_nodes = environment.ranks_per_node()
     from mpi4py import MPI
     node = node_communicator(comm, fake_nodes)
     local, size = node.Get_size(), comm.Get_size()
@@ -71,7 +71,7 @@ def make_algorithm(algorithm, comm, native_comm=None):
     if algorithm == "auto":
         return AutoAllreduce(comm, native_comm)
     if algorithm == "hierarchical":
-        return HierarchicalAllreduce(comm, config.ranks_per_node())
+        return HierarchicalAllreduce(comm, environment.ranks_per_node())
     return {"ring": RingAllreduce, "halving_doubling": HalvingDoublingAllreduce,
             "shared_memory": SharedMemoryAllreduce,
             "shared_direct": SharedDirectAllreduce, "zero_copy": ZeroCopyAllreduce}[algorithm](comm)

@@ -20,7 +20,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from hiapi import config
+from hiapi.runtime import settings
 from hiapi.callbacks.callback import Callback
 
 _MISSING = ("hiapi.callbacks.TensorBoard writes event files with tensorboardX, which is not "
@@ -266,7 +266,7 @@ def weight_image(values):
         image = image.T if image.shape[0] > image.shape[1] else image
         image = image.reshape(1, *image.shape, 1)
     elif image.ndim == 3:
-        if config.image_data_format() == "channels_last":       # one image per filter
+        if settings.image_data_format() == "channels_last":       # one image per filter
             image = np.transpose(image, (2, 0, 1))
         image = image[..., None]
     else:

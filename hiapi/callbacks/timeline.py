@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from hiapi import config, timeline
+from hiapi.runtime import environment, timeline
+from hiapi.runtime.atomic import atomic_write
 from hiapi.callbacks.callback import Callback
 
 
@@ -76,14 +77,13 @@ class Timeline(Callback):
             events = [event for part in np.split(gathered, np.cumsum(sizes)[:-1])
                       for event in json.loads(part.tobytes())]
         document = json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}).encode()
-        from hiapi.saving.atomic import atomic_write     # hiapi.saving imports the callbacks
         atomic_write(self.path, lambda handle: handle.write(document))
 
 
 def from_environment(callbacks):
     """``[Timeline(path)]`` for ``fit`` when ``HIAPI_TIMELINE`` names a file and the
     ``callbacks`` hold no ``Timeline`` already, else ``[]``."""
-    path = config.timeline_path()
+    path = environment.timeline_path()
     if not path or any(isinstance(c, Timeline) for c in callbacks):
         return []
     return [Timeline(path)]

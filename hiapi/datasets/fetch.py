@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hiapi import config
+from hiapi.runtime import environment
 
 #: folder holding the copies shipped inside the package, one subfolder per dataset
 BUNDLED_DIR = Path(__file__).parent / "data"
@@ -40,7 +40,7 @@ def sha256(path) -> str:
 
 def cache_folder(name) -> Path:
     """Where downloads of dataset ``name`` are kept."""
-    return config.cache_dir() / "datasets" / name
+    return environment.cache_dir() / "datasets" / name
 
 
 def candidate_folders(name, path=None, bundled_dir=BUNDLED_DIR):
@@ -52,7 +52,7 @@ def candidate_folders(name, path=None, bundled_dir=BUNDLED_DIR):
     folders = []
     if path is not None:
         folders.append(("path argument", Path(path).expanduser()))
-    data_dir = config.data_dir()
+    data_dir = environment.data_dir()
     if data_dir is not None:
         folders.append((f"HIAPI_DATA_DIR/{name}", data_dir / name))
         folders.append(("HIAPI_DATA_DIR", data_dir))
@@ -96,7 +96,7 @@ def _not_found_message(name, files, folders, mirror, error):
         else:
             state = "missing " + ", ".join(f for f in files if not (folder / f).is_file())
         lines.append(f"  {description}: {folder} ({state})")
-    if config.data_dir() is None:
+    if environment.data_dir() is None:
         lines.append("  HIAPI_DATA_DIR: not set")
     lines.append(f"  download from {mirror}: {error}")
     lines.append(f"To fix: put the {len(files)} .gz files in a folder and set HIAPI_DATA_DIR to "

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from hiapi import timeline
+from hiapi.runtime import timeline
 from hiapi.graph.memory import plan_memory
 from hiapi.graph.memory.scratch import place_scratch, scratch_requests
 from hiapi.graph.op import Spec

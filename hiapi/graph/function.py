@@ -11,7 +11,7 @@ simply compiles (once) a second executable::
 """
 import numpy as np
 
-from hiapi import config
+from hiapi.runtime import environment
 from hiapi.backends import get_backend
 from hiapi.graph.executor import Executable
 from hiapi.graph.op import as_var
@@ -78,7 +78,7 @@ class Function:
 
     def _compile(self, outputs, updates, shapes, recomputed=0, memory=None):
         executable = Executable(self.inputs, outputs, updates, shapes, get_backend(),
-                                memory=memory or self.memory or config.memory())
+                                memory=memory or self.memory or environment.memory())
         executable.recomputed_values = recomputed
         return executable
 

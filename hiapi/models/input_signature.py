@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hiapi.settings import floatx
+from hiapi.runtime.settings import floatx
 
 
 class InputSignature:

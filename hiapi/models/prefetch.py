@@ -35,9 +35,9 @@ ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl
 import queue
 import threading
 
-from hiapi import config, threads
+from hiapi.runtime import environment, threads
 
-ENABLED = config.prefetch()
+ENABLED = environment.prefetch()
 # Below this a batch is copied inline in a few microseconds (2 us for 32 rows of 64 B, 8 us for
 # 16 MNIST rows, 49 KB), less than what the hand-off risks: a round trip to the thread took
 # 35-45 us when no step ran in between to hide it (128 MNIST rows: 47 us inline).

@@ -8,7 +8,7 @@ import numpy as np
 from hiapi.hints import Shape, ShapeLike, Tensor
 from hiapi.graph.var import Var
 from hiapi.layers import layer_io
-from hiapi.settings import floatx
+from hiapi.runtime.settings import floatx
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer
 from hiapi.models.functional import Model

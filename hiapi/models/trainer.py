@@ -18,9 +18,10 @@ from hiapi import metrics as metrics_module
 from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
-from hiapi import threads
+from hiapi.runtime import threads
 from hiapi.callbacks import Callback, CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
+from hiapi.callbacks.thread_tuning import ThreadTuning
 from hiapi.callbacks import timeline
 from hiapi.models import data, steps
 from hiapi.models.data_adapters import ArrayAdapter, fit_adapters, get_adapter, warn_ran_out
@@ -235,10 +236,10 @@ class Trainer(StepMethods):
         if plan.serves:                         # a parameter server: serve the workers
             return plan.serve(self)
         verbose = (1 if verbose == "auto" else int(verbose)) if plan.is_chief else 0
-        if verbose == 2:                        # what sets CPU speed, once (hiapi.threads)
-            print(threads.banner(), flush=True)
+        if verbose == 2:                        # what sets CPU speed, once (runtime.threads)
+            print(threads.banner(get_backend().name), flush=True)
         self.history = History()
-        hooks = list(callbacks or []) + [self.history, threads.tuner()] + (
+        hooks = list(callbacks or []) + [self.history, ThreadTuning()] + (
             [ProgbarLogger(verbose)] if verbose else [])     # tuner: threads for the load
         hooks += timeline.from_environment(hooks)            # HIAPI_TIMELINE=trace.json
         hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": train_data.steps,

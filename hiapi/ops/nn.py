@@ -9,7 +9,7 @@ import numpy as np
 from hiapi import activations
 from hiapi.graph import ops as O
 from hiapi.ops.core import eager_array, is_symbolic, standardize_dtype
-from hiapi.settings import epsilon
+from hiapi.runtime.settings import epsilon
 
 
 def relu(x):

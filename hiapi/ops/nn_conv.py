@@ -6,7 +6,7 @@ arrays (the same graph compiled once per shape and run)::
 """
 from hiapi.graph import ops as O
 from hiapi.ops.core import is_symbolic
-from hiapi.settings import image_data_format
+from hiapi.runtime.settings import image_data_format
 from hiapi.utils.eager import run_eagerly
 
 

@@ -1,7 +1,9 @@
 """Every ``HIAPI_*`` environment variable is read here, and only here.
 
 Reading configuration in one place means a user can find every knob by reading one file, and a
-test can change a setting by patching the environment before calling these functions.
+test can change a setting by patching the environment before calling these functions. This is
+the runtime floor (it imports nothing of hiapi), so kernels and the graph compiler may read it;
+users reach these functions as ``hiapi.config``, which re-exports them.
 """
 import os
 from pathlib import Path
@@ -91,35 +93,15 @@ def prefetch():
     return _switch("HIAPI_PREFETCH", "0")
 
 
-_num_threads_override = None
-
-
-def set_num_threads(n):
-    """Threads per pool (BLAS, numba, hiapi's own) for this process, overriding the computed
-    thread budget and ``HIAPI_NUM_THREADS``; None goes back to them. Applied at once::
-
-        hiapi.config.set_num_threads(1)    # e.g. several jobs sharing this machine
-    """
-    global _num_threads_override
-    if n is not None:
-        n = _positive_threads("set_num_threads(n)", n)
-    _num_threads_override = n
-    from hiapi import threads
-    threads.apply()
-
-
-def num_threads_override():
-    """(threads, source) chosen by ``set_num_threads`` or ``HIAPI_NUM_THREADS`` (a positive
-    integer), or (None, None) when the thread budget decides."""
-    if _num_threads_override is not None:
-        return _num_threads_override, "hiapi.config.set_num_threads"
+def num_threads():
+    """Threads per pool chosen by ``HIAPI_NUM_THREADS`` (a positive integer), or None when
+    unset (``hiapi.runtime.threads`` then computes the budget)."""
     value = os.environ.get("HIAPI_NUM_THREADS", "").strip()
-    if not value:
-        return None, None
-    return _positive_threads("HIAPI_NUM_THREADS", value), "HIAPI_NUM_THREADS"
+    return positive_threads("HIAPI_NUM_THREADS", value) if value else None
 
 
-def _positive_threads(name, value):
+def positive_threads(name, value):
+    """``value`` as a number of threads per pool, or a ValueError naming ``name``."""
     number = int(value) if str(value).strip().isdigit() and not isinstance(value, bool) else 0
     if number < 1:
         raise ValueError(f"{name} must be a positive integer (threads per pool), got {value!r}")
@@ -160,10 +142,3 @@ def ranks_per_node() -> int | None:
                          f"node), got {value!r}")
     return int(value)
 
-
-# Keras's ``keras.config`` functions (settings made in code, not read from the environment)
-from hiapi.settings import (  # noqa: E402,F401
-    backend, disable_traceback_filtering, enable_traceback_filtering,
-    enable_unsafe_deserialization, epsilon, floatx, image_data_format,
-    is_traceback_filtering_enabled, set_epsilon, set_floatx, set_image_data_format,
-    set_random_seed)

@@ -1,7 +1,8 @@
 """Global settings with Keras's names (``keras.config``): default float type, fuzz factor, image
 data format, traceback filtering, unsafe deserialization.
 
-They live in code rather than in ``HIAPI_*`` variables because Keras scripts set them in code;
+They live in code rather than in ``HIAPI_*`` variables because Keras scripts set them in code.
+They are on the runtime floor (no import of hiapi) because layers, ops and kernels all read them;
 ``hiapi.config`` and ``hiapi.backend`` re-export these functions::
 
     hiapi.config.set_epsilon(1e-6)
@@ -81,15 +82,3 @@ def enable_unsafe_deserialization():
 def unsafe_deserialization_enabled():
     return _settings["unsafe_deserialization"]
 
-
-def backend():
-    """The name of the array backend running compiled graphs: ``"numpy"`` (the default, also
-    a Keras backend name), ``"numba"`` or ``"cupy"`` (``HIAPI_BACKEND``)."""
-    from hiapi.backends import get_backend
-    return get_backend().name
-
-
-def set_random_seed(seed):
-    """Seed every random choice hiapi makes, as ``keras.utils.set_random_seed``."""
-    from hiapi import random
-    random.set_seed(seed)

@@ -32,13 +32,15 @@ It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM
 changes no bit of the results, because every matrix product is cut in bands fixed by its
 shape, each a single-threaded BLAS call (``backends/gemm_bands.py``; OpenBLAS's own threads would
 split it differently for 1 and 2 threads, and a seeded run's weights would follow the timing).
+
+This floor knows no callback and no kernel: ``hiapi.callbacks.thread_tuning.ThreadTuning`` calls
+the tuner from fit's hooks and switches the fixed bands on when it runs.
 """
 import time
 from collections import deque
 from statistics import fmean      # of a handful of floats: no numpy array per step
 
-from hiapi import threads
-from hiapi.callbacks.callback import Callback
+from hiapi.runtime import threads
 
 TURNS = 3                 # turns per candidate in one probe (odd: the choice ends it)
 TURN_STEPS = 2            # timed steps per turn, after one settling step
@@ -68,42 +70,36 @@ def candidates(budget):
     return counts + [1]
 
 
-class ThreadTuner(Callback):
-    """Times train steps with each candidate thread count and keeps the fastest."""
+class ThreadTuner:
+    """Times train steps with each candidate thread count and keeps the fastest: call
+    ``train_begin`` when training starts, ``batch_begin`` and ``batch_end`` around each train
+    step, ``train_end`` when it ends."""
 
     def __init__(self):
-        super().__init__()
         self.choice = None
         self.probes = 0
+        self.active = False
 
-    def on_train_begin(self, logs=None):
+    def train_begin(self):
+        """Start tuning (True), or, where the count is not hiapi's to choose, go back to the
+        full budget whatever an earlier fit chose (False)."""
         self.active = threads.adaptive()
-        if not self.active:        # back to the full budget, whatever an earlier fit chose
+        if not self.active:
             threads.use(threads.budget().threads)
-            return
-        from hiapi.backends import gemm_bands
-        gemm_bands.enable()        # products in fixed bands: the count changes no bit
+            return False
         self.options = candidates(threads.budget().threads)
         self.choice = self.choice if self.choice in self.options else self.options[0]
         self.interval, self.countdown = FIRST_INTERVAL, 1     # step 0 compiles: not timed
         self.plan, self.times, self.reference = [], {}, None
         self.probed_at = time.perf_counter()
         self.recent = deque(maxlen=RECENT)
+        return True
 
-    def set_model(self, model):
-        """Not kept: this callback never reads the model, and it outlives the fit (one per
-        process), so keeping it would keep the last trained model alive, its compiled steps
-        and their buffers with it (a strategy's shared-memory gradient buckets, which are
-        freed only once nothing holds them)."""
-
-    def reads_batch_logs(self, hook, batch):
-        return False                # it times the steps; fit need not build logs for it
-
-    def on_train_batch_begin(self, batch, logs=None):
+    def batch_begin(self):
         if self.active:
             self._start = time.perf_counter()
 
-    def on_train_batch_end(self, batch, logs=None):
+    def batch_end(self):
         if not self.active:
             return
         elapsed = time.perf_counter() - self._start
@@ -163,6 +159,18 @@ class ThreadTuner(Callback):
         level = typical(mine) if mine else self.reference
         return len(times) >= 2 and level is not None and min(times) > ABANDON * level
 
-    def on_train_end(self, logs=None):
+    def train_end(self):
         if self.active:
             threads.use(self.choice)
+
+
+_shared = None
+
+
+def shared():
+    """The tuner fit uses: one per process, so a second fit starts from the count the first
+    one found."""
+    global _shared
+    if _shared is None:
+        _shared = ThreadTuner()
+    return _shared

@@ -14,6 +14,7 @@ quota in containers) divided by the MPI ranks on this node, at least 1. A user's
 
     import hiapi
     hiapi.threads.budget()        # Budget(threads=2, cpus=2, source='affinity', ...)
+                                  # (this module, hiapi.runtime.threads)
     hiapi.config.set_num_threads(1)
 
 ``apply()`` runs when hiapi is imported (about 1 ms) and again when the numba backend loads.
@@ -25,6 +26,8 @@ import os
 import sys
 from pathlib import Path
 from typing import NamedTuple
+
+from hiapi.runtime import environment
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -153,19 +156,41 @@ def compute():
 
 
 _computed = None
+_override = None
+
+
+def set_num_threads(n):
+    """Threads per pool (BLAS, numba, hiapi's own) for this process, overriding the computed
+    thread budget and ``HIAPI_NUM_THREADS``; None goes back to them. Applied at once::
+
+        hiapi.config.set_num_threads(1)    # e.g. several jobs sharing this machine
+    """
+    global _override
+    if n is not None:
+        n = environment.positive_threads("set_num_threads(n)", n)
+    _override = n
+    apply()
+
+
+def num_threads_override():
+    """(threads, source) chosen by ``set_num_threads`` or ``HIAPI_NUM_THREADS``, or
+    (None, None) when the thread budget decides."""
+    if _override is not None:
+        return _override, OVERRIDES[0]
+    chosen = environment.num_threads()
+    return (chosen, OVERRIDES[1]) if chosen is not None else (None, None)
 
 
 _loaders = 0       # PyDataset worker threads or processes running now (loader_workers)
 
 
 def budget():
-    """The budget in force: ``config.set_num_threads``, ``HIAPI_NUM_THREADS``, else computed;
+    """The budget in force: ``set_num_threads``, ``HIAPI_NUM_THREADS``, else computed;
     less the data-loading workers running now (``loader_workers``)."""
-    from hiapi import config     # not at the top: this module must load before numpy does
     global _computed
     if _computed is None:
         _computed = compute()
-    chosen, source = config.num_threads_override()
+    chosen, source = num_threads_override()
     held = _computed if chosen is None else _computed._replace(threads=chosen, source=source)
     return held._replace(threads=max(1, held.threads - _loaders)) if _loaders else held
 
@@ -272,7 +297,7 @@ def active_threads():
 
 def adaptive():
     """Whether fit may run fewer threads than the budget when that is faster (see
-    ``hiapi.thread_tuner``): for a budget hiapi chose, in a single process. Seeded runs too:
+    ``hiapi.runtime.thread_tuner``): for a budget hiapi chose, in a single process. Seeded runs too:
     every matrix product is cut in bands fixed by its shape (``backends/gemm_bands.py``), so the
     thread count changes no bit of the weights."""
     chosen = budget()
@@ -282,28 +307,15 @@ def adaptive():
         os.environ.get(n, "1") not in ("", "1", "0") for n in WORLD_SIZE_VARS)
 
 
-_tuner = None
-
-
-def tuner():
-    """The callback fit adds to adapt the thread count to the load (one per process, so a
-    second fit starts from the count the first one found)."""
-    global _tuner
-    if _tuner is None:
-        from hiapi.thread_tuner import ThreadTuner
-        _tuner = ThreadTuner()
-    return _tuner
-
-
 def busy_wait_stopped():
     """Whether OpenBLAS's idle threads sleep right after each call (False: they spin, or the
     BLAS is not OpenBLAS with pthreads, or the user set OPENBLAS_THREAD_TIMEOUT)."""
     return _applied.get("no_spin", False)
 
 
-def banner():
-    """The line ``fit(verbose=2)`` prints once: backend and thread budget."""
-    from hiapi.backends import get_backend
+def banner(backend_name):
+    """The line ``fit(verbose=2)`` prints once: the backend (named by the caller: this floor
+    knows no backend) and the thread budget."""
     chosen = apply()
     adapting = f"; fit adapts 1-{chosen.threads} to the load" if adaptive() else ""
-    return f"hiapi: {get_backend().name} backend, {chosen.describe()}{adapting}"
+    return f"hiapi: {backend_name} backend, {chosen.describe()}{adapting}"

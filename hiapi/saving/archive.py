@@ -7,7 +7,7 @@ import zipfile
 
 import numpy as np
 
-from hiapi.saving.atomic import atomic_write
+from hiapi.runtime.atomic import atomic_write
 from hiapi.saving.keras_format import keras_file_hint
 
 MANIFEST = "hiapi.json"

@@ -18,6 +18,7 @@ import os
 from typing import TYPE_CHECKING, Any, Literal
 
 from hiapi.layers.layer import _flatten
+from hiapi.runtime.atomic import atomic_write
 
 if TYPE_CHECKING:
     from hiapi.models import Model
@@ -261,7 +262,6 @@ def plot_model(model: Model, to_file: str | os.PathLike[str] = "model.png",
                          f"which Graphviz does not write; use one of "
                          f"{', '.join(sorted(dot.formats))}")
     image = dot.create(format=extension)      # fails before anything is written
-    from hiapi.saving.atomic import atomic_write
     atomic_write(to_file, lambda handle: handle.write(image))
     if extension != "pdf":
         try:

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import hiapi
-from hiapi import config, thread_tuner, threads
+from hiapi import config
+from hiapi.runtime import thread_tuner, threads
 from hiapi.backends import chunk_workers, gemm_bands
 
 

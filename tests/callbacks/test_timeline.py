@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import hiapi
-from hiapi import layers, timeline
+from hiapi import layers
+from hiapi.runtime import timeline
 
 from tests.distribute.mpi import run_mpi
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import hiapi
-from hiapi import layers, ops, settings
+from hiapi import layers, ops
+from hiapi.runtime import settings
 
 RNG = np.random.default_rng(9)
 A = RNG.normal(size=(4, 5)).astype(np.float32)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import hiapi
-from hiapi import layers, settings
+from hiapi import layers
+from hiapi.runtime import settings
 
 
 @pytest.fixture(autouse=True)

@@ -178,7 +178,7 @@ def test_sigkill_while_writing_a_checkpoint_leaves_the_previous_one_loadable(tmp
 
 def test_a_live_writers_temporary_is_left_alone(tmp_path):
     """Only temporaries of dead processes are stale: a concurrent writer's survives."""
-    from hiapi.saving.atomic import temporary_name
+    from hiapi.runtime.atomic import temporary_name
     path = tmp_path / "m.hiapi"
     live = tmp_path / temporary_name(path).replace(f"-{os.getpid()}-", f"-{os.getppid()}-")
     live.write_bytes(b"partial")

@@ -1,4 +1,4 @@
-"""The thread budget (hiapi.threads): computed from affinity, cgroup quota and ranks per node,
+"""The thread budget (hiapi.runtime.threads): computed from affinity, cgroup quota and ranks per node,
 overridden by HIAPI_NUM_THREADS / set_num_threads, applied to BLAS and numba."""
 import json
 import os
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import hiapi
-from hiapi import config, threads
+from hiapi import config
+from hiapi.runtime import threads
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -181,7 +182,7 @@ def test_fit_verbose_2_prints_the_budget_once(capsys):
     model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
     model.fit(np.ones((8, 4)), np.zeros(8), epochs=2, verbose=2)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == threads.banner() and "thread budget" in lines[0]
+    assert lines[0] == threads.banner(hiapi.config.backend()) and "thread budget" in lines[0]
     assert sum("thread budget" in line for line in lines) == 1
 
 

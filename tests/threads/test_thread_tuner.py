@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import hiapi
-from hiapi import thread_tuner, threads
-from hiapi.thread_tuner import ThreadTuner, candidates
+from hiapi.callbacks.thread_tuning import ThreadTuning
+from hiapi.runtime import random_streams, thread_tuner, threads
+from hiapi.runtime.thread_tuner import ThreadTuner, candidates
 
 
 class Machine:
@@ -22,10 +23,10 @@ class Machine:
 
     def run(self, tuner, steps):
         for step in range(steps):
-            tuner.on_train_batch_begin(step)
+            tuner.batch_begin()
             self.now += self.costs[self.current]
             self.used.append(self.current)
-            tuner.on_train_batch_end(step)
+            tuner.batch_end()
 
 
 @pytest.fixture
@@ -47,8 +48,7 @@ def test_candidates_are_the_budget_its_halves_and_one():
 
 def test_keeps_the_fastest_count_and_follows_a_change_of_load(machine):
     tuner = ThreadTuner()
-    tuner.set_model(None)
-    tuner.on_train_begin()
+    tuner.train_begin()
     machine.run(tuner, 1 + 3 * thread_tuner.TURNS * (1 + thread_tuner.TURN_STEPS))  # + compile
     assert tuner.choice == 1 and machine.current == 1
     machine.run(tuner, 2000)
@@ -57,14 +57,13 @@ def test_keeps_the_fastest_count_and_follows_a_change_of_load(machine):
     machine.costs = {4: 0.002, 2: 0.003, 1: 0.004}                 # the machine went quiet
     machine.run(tuner, 2 * thread_tuner.MAX_INTERVAL)
     assert tuner.choice == 4 and machine.current == 4
-    tuner.on_train_end()
+    tuner.train_end()
     assert machine.current == 4
 
 
 def test_probes_less_often_while_the_choice_holds(machine):
     tuner = ThreadTuner()
-    tuner.set_model(None)
-    tuner.on_train_begin()
+    tuner.train_begin()
     machine.run(tuner, 3000)
     assert tuner.interval == thread_tuner.MAX_INTERVAL
     assert tuner.probes < 12           # 50, 100, 200, 400, 800, 800 ... steps apart
@@ -73,8 +72,7 @@ def test_probes_less_often_while_the_choice_holds(machine):
 def test_inactive_when_not_adaptive(machine, monkeypatch):
     monkeypatch.setattr(threads, "adaptive", lambda: False)
     tuner = ThreadTuner()
-    tuner.set_model(None)
-    tuner.on_train_begin()
+    tuner.train_begin()
     machine.run(tuner, 200)
     assert set(machine.used) == {4} and tuner.choice is None
 
@@ -82,13 +80,12 @@ def test_inactive_when_not_adaptive(machine, monkeypatch):
 def test_a_fit_with_the_count_fixed_after_a_tuned_one_runs_with_the_full_budget(machine,
                                                                              monkeypatch):
     tuner = ThreadTuner()
-    tuner.set_model(None)
-    tuner.on_train_begin()
+    tuner.train_begin()
     machine.run(tuner, 100)
-    tuner.on_train_end()
+    tuner.train_end()
     assert machine.current == 1
     monkeypatch.setattr(threads, "adaptive", lambda: False)     # e.g. OMP_NUM_THREADS since
-    tuner.on_train_begin()
+    tuner.train_begin()
     assert machine.current == 4
 
 
@@ -105,14 +102,15 @@ def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
     monkeypatch.setattr(threads, "_computed", threads.Budget(1, 2, 2, "affinity / 2 ranks"))
     assert not threads.adaptive()                       # one thread: nothing to choose
     monkeypatch.setattr(threads, "_computed", threads.Budget(2, 2, 1, "affinity"))
-    monkeypatch.setattr(hiapi.random, "_shuffle_seed", hiapi.random.shuffle_seed() + 1)
+    monkeypatch.setattr(random_streams, "_shuffle_seed", random_streams.shuffle_seed() + 1)
     assert threads.adaptive()               # set_random_seed was called: on all the same
 
 
 def test_on_for_a_model_whose_batch_order_was_seeded(machine):
-    tuner = ThreadTuner()
+    tuner = ThreadTuning(ThreadTuner())
     tuner.set_model(type("Resumed", (), {"_shuffle_seed": hiapi.random.shuffle_seed() + 1})())
     tuner.on_train_begin()
+    tuner = tuner.tuner
     machine.run(tuner, 200)
     assert tuner.choice == 1 and set(machine.used) == {4, 2, 1}
 
@@ -129,8 +127,7 @@ def test_fit_runs_with_the_tuner_and_ends_on_a_candidate():
 
 def test_a_sudden_change_of_step_time_probes_at_once(machine):
     tuner = ThreadTuner()
-    tuner.set_model(None)
-    tuner.on_train_begin()
+    tuner.train_begin()
     machine.run(tuner, 3000)                   # settled on 1 thread, probing every 800 steps
     assert tuner.choice == 1 and tuner.interval == thread_tuner.MAX_INTERVAL
     machine.costs = {4: 0.002, 2: 0.005, 1: 0.012}     # 1 thread now 4x slower than before
@@ -149,11 +146,11 @@ class SlicedMachine(Machine):
 
     def run(self, tuner, steps):
         for step in range(steps):
-            tuner.on_train_batch_begin(step)
+            tuner.batch_begin()
             slow = self.random.random() < 0.5
             self.now += self.costs[self.current] * (2.2 if slow else 1.0)
             self.used.append(self.current)
-            tuner.on_train_batch_end(step)
+            tuner.batch_end()
 
 
 def _sliced(monkeypatch, costs):
@@ -163,8 +160,7 @@ def _sliced(monkeypatch, costs):
     monkeypatch.setattr(threads, "use", fake.use)
     monkeypatch.setattr(thread_tuner.time, "perf_counter", fake.clock)
     tuner = ThreadTuner()
-    tuner.set_model(None)
-    tuner.on_train_begin()
+    tuner.train_begin()
     fake.run(tuner, 3000)
     return fake, tuner
 

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import hiapi
-from hiapi import layers, threads
+from hiapi import layers
+from hiapi.runtime import threads
 from hiapi.utils.loaders import ProcessLoader, ThreadLoader, WorkerDied, loader_for
 
 from loader_datasets import Slices, blobs

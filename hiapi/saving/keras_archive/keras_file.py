@@ -12,7 +12,7 @@ import io
 import json
 import zipfile
 
-from hiapi.saving.atomic import atomic_write
+from hiapi.runtime.atomic import atomic_write
 from hiapi.saving.keras_archive import compile_config, h5_weights, model_config
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
 from hiapi.saving.registry import get_class

@@ -25,7 +25,7 @@ import signal
 import weakref
 from collections import deque
 
-from hiapi import threads
+from hiapi.runtime import threads
 from hiapi.utils.loaders import process_worker
 
 POLL_SECONDS = 0.1

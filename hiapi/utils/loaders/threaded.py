@@ -7,7 +7,7 @@ for only once batch k has been taken, which bounds the memory read ahead. An exc
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from hiapi import threads
+from hiapi.runtime import threads
 
 
 class ThreadLoader:
