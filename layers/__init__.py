@@ -34,3 +34,4 @@ from hiapi.layers.repeat_vector import RepeatVector
 from hiapi.layers.noise import GaussianDropout, GaussianNoise
 from hiapi.layers.spatial_dropout import SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
 from hiapi.layers.group_norm import GroupNormalization
+from hiapi.layers.serialization import deserialize, serialize

@@ -10,6 +10,7 @@ outputs (the *nodes*), so the model can be called again on new inputs, e.g. with
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Mapping, Sequence
 
@@ -17,9 +18,11 @@ from hiapi.hints import Tensor
 from hiapi.graph.var import Var
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer, _flatten, _map
-from hiapi.models import op_node, subclassed
+from hiapi.models import model_config, op_node, subclassed
 from hiapi.models.input_signature import InputSignature
 from hiapi.models.trainer import Trainer
+from hiapi.saving.object_registration import register_builtin
+from hiapi.saving.serialization_lib import serialize_layer
 
 
 class Model(Trainer, Layer):
@@ -68,6 +71,33 @@ class Model(Trainer, Layer):
                 return layer
         raise ValueError(f"Model {self.name!r} has no layer named {name!r}; its layers are "
                          f"{', '.join(layer.name for layer in self.layers)}")
+
+    def keras_config(self, strict: bool = False) -> dict[str, Any] | None:
+        """This model as ``serialize_keras_object`` writes it, or None for a subclassed model
+        (written as a layer of its own class, from its ``get_config``)."""
+        if not model_config.is_functional(self):
+            return None
+        return model_config.functional_config(self, strict)
+
+    def get_config(self) -> dict[str, Any]:
+        """The whole architecture, as in Keras 3: every layer with its config and the calls
+        made of it, and the model's inputs and outputs; ``Model.from_config`` rebuilds it."""
+        entry = self.keras_config()
+        return Layer.get_config(self) if entry is None else entry["config"]
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any],
+                    custom_objects: Mapping[str, Any] | None = None) -> Model:
+        """A functional model from ``get_config``'s dict (fresh weights), or, for a
+        subclassed model, ``cls(**config)``."""
+        if all(key in config for key in ("name", "layers", "input_layers", "output_layers")):
+            return model_config.functional_from_config(cls, config, custom_objects)
+        return cls(**config)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The architecture as JSON (``serialize_keras_object(model)``); read it back with
+        ``hiapi.models.model_from_json``. ``kwargs`` go to ``json.dumps``."""
+        return json.dumps(serialize_layer(self), **kwargs)
 
     def save(self, filepath: str | os.PathLike[str], include_optimizer: bool = True) -> None:
         """Save architecture, weights, compile configuration and optimizer state to one file
@@ -145,6 +175,10 @@ class Model(Trainer, Layer):
                 if old._keras_logits in mapping:   # softmax/sigmoid applied as a raw op
                     new._keras_logits = mapping[old._keras_logits]
         return _map(mapping.__getitem__, self._outputs_struct)
+
+
+register_builtin("Functional", Model)
+register_builtin("Model", Model)
 
 
 def _check_input(model, index, expected, got):

@@ -1,7 +1,7 @@
 """``Sequential``: a plain stack of layers, each feeding the next."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -11,7 +11,9 @@ from hiapi.layers import layer_io
 from hiapi.runtime.settings import floatx
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer
+from hiapi.models import model_config
 from hiapi.models.functional import Model
+from hiapi.saving.object_registration import register_builtin
 
 
 class Sequential(Model):
@@ -22,8 +24,8 @@ class Sequential(Model):
     """
 
     def __init__(self, layers: Sequence[Layer | Tensor] | None = None, name: str | None = None,
-                 trainable: bool = True) -> None:
-        super().__init__(name=name, trainable=trainable)
+                 trainable: bool = True, **kwargs: Any) -> None:
+        super().__init__(name=name, trainable=trainable, **kwargs)
         self._stack: list[Layer] = []
         self._input_shape: Shape | None = None
         self._input_dtype = floatx()
@@ -106,6 +108,19 @@ class Sequential(Model):
             self.build(self._input_shape)
         return layer
 
+    def keras_config(self, strict: bool = False) -> dict[str, Any]:
+        return model_config.sequential_config(self, strict)
+
+    def get_config(self) -> dict[str, Any]:
+        """Keras 3's Sequential config: name, trainable, dtype, the layers (an InputLayer
+        first once the input shape is known) and ``build_input_shape``."""
+        return self.keras_config()["config"]
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any] | list[dict[str, Any]],
+                    custom_objects: Mapping[str, Any] | None = None) -> Sequential:
+        return model_config.sequential_from_config(cls, config, custom_objects)
+
     def input_specs(self):
         if self._input_shape is None:
             return None
@@ -121,3 +136,6 @@ class Sequential(Model):
         for layer in self._stack:
             inputs = layer(inputs, training=training)
         return inputs
+
+
+register_builtin("Sequential", Sequential)

@@ -14,7 +14,8 @@ from hiapi.layers.input_layer import Input, InputLayer
 from hiapi.layers.layer import _flatten, _map
 from hiapi.models import subclassed
 from hiapi.models.op_node import OpNode
-from hiapi.saving.registry import get_class, registered_name
+from hiapi.saving.object_registration import custom_object_scope, get_registered_name
+from hiapi.saving.serialization_lib import get_class
 
 
 def serialize_layer(layer):
@@ -29,13 +30,13 @@ def serialize_layer(layer):
         return {"class_name": "Functional", "config": _functional_config(layer)}
     if isinstance(layer, Model):
         return _subclassed_config(layer)
-    return {"class_name": registered_name(type(layer)), "config": layer.get_config()}
+    return {"class_name": get_registered_name(type(layer)), "config": layer.get_config()}
 
 
 def _subclassed_config(model):
     """A subclassed model is its class (registered, as Keras requires), its ``get_config``
     (the constructor's arguments) and the input shape it was built for."""
-    name = registered_name(type(model))
+    name = get_registered_name(type(model))
     signature = getattr(model, "_signature", None)
     if signature is None:
         raise ValueError(f"cannot save subclassed model {model.name!r} before it is built: "
@@ -109,7 +110,8 @@ def deserialize_layer(config, custom_objects=None):
             inputs if len(inputs) > 1 else inputs[0]
         return Model(structure, _map_refs(resolve, body["outputs"]), name=body["name"],
                      trainable=body.get("trainable", True))
-    cls = get_class(name, custom_objects)
+    with custom_object_scope(custom_objects):
+        cls = get_class(name)
     if "custom_objects" in inspect.signature(cls.from_config).parameters:
         return cls.from_config(body, custom_objects=custom_objects)   # Lambda's functions
     layer = cls.from_config(body)

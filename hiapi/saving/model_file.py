@@ -16,6 +16,7 @@ import numpy as np
 
 from hiapi import optimizers as optimizers_module
 from hiapi.saving import keras_archive
+from hiapi.saving.keras_archive import keras_file
 from hiapi.saving.archive import read_archive, write_archive
 from hiapi.saving.keras_format import warn_if_keras_name
 from hiapi.saving.objects import deserialize_object, serialize_object
@@ -33,7 +34,7 @@ def save_model(model: Model, filepath: str | os.PathLike[str], include_optimizer
     """Write ``model`` to one file, atomically. ``extra`` (JSON-able) is stored alongside.
     A ``.keras`` name writes Keras 3's format (``hiapi.saving.keras_archive``)."""
     if str(filepath).lower().endswith(keras_archive.KERAS_ARCHIVE_SUFFIX) and extra is None:
-        return keras_archive.save_keras_model(model, filepath, include_optimizer)
+        return keras_file.save_keras_model(model, filepath, include_optimizer)
     warn_if_keras_name(filepath, "save")
     if not model.built:
         raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
@@ -60,8 +61,8 @@ def load_model(filepath: str | os.PathLike[str], custom_objects: Mapping[str, An
     """A model from ``model.save``: weights, and (with ``compile``) its compile configuration
     and optimizer state, ready to ``fit`` on from where it stopped. Keras 3 ``.keras`` files
     are read too."""
-    if keras_archive.is_keras_archive(filepath):
-        return keras_archive.load_keras_model(filepath, custom_objects, compile)
+    if keras_file.is_keras_archive(filepath):
+        return keras_file.load_keras_model(filepath, custom_objects, compile)
     manifest, arrays = read_archive(filepath, MODEL_FORMAT)
     model = deserialize_layer(manifest["model"], custom_objects)
     _assign_model(model, arrays, filepath)
@@ -116,7 +117,7 @@ def save_weights(model: Model, filepath: str | os.PathLike[str]) -> None:
     """Write the weights alone (with each layer's name and shapes), atomically; to a
     ``.weights.h5`` name in Keras 3's HDF5 layout."""
     if str(filepath).lower().endswith(keras_archive.KERAS_WEIGHTS_SUFFIX):
-        return keras_archive.save_keras_weights(model, filepath)
+        return keras_file.save_keras_weights(model, filepath)
     warn_if_keras_name(filepath, "save_weights")
     layers = weight_manifest(model)
     arrays = {f"weights/{i}": v.numpy() for i, v in enumerate(model.weights)}
@@ -128,8 +129,8 @@ def load_weights(model: Model, filepath: str | os.PathLike[str]) -> None:
     """Load weights saved by ``save_weights`` (or ``save``) into a model of the same shape;
     a mismatch names the first layer that differs and both shapes. Keras 3 ``.weights.h5``
     files are read too."""
-    if keras_archive.is_hdf5(filepath) or keras_archive.is_keras_archive(filepath):
-        return keras_archive.load_keras_weights(model, filepath)
+    if keras_file.is_hdf5(filepath) or keras_file.is_keras_archive(filepath):
+        return keras_file.load_keras_weights(model, filepath)
     try:
         manifest, arrays = read_archive(filepath, WEIGHTS_FORMAT)
         saved = manifest["layers"]

@@ -8,23 +8,10 @@ when registered with ``@hiapi.saving.register_keras_serializable`` or passed to
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
-from typing import Any
 
-from hiapi.saving.registry import _custom, class_in, registered_name
-
-_custom_scope: list[dict[str, Any]] = [{}]
-
-
-@contextlib.contextmanager
-def custom_object_scope(custom_objects):
-    """Names that ``deserialize_object`` resolves first, also for nested objects."""
-    _custom_scope.append({**_custom_scope[-1], **(custom_objects or {})})
-    try:
-        yield
-    finally:
-        _custom_scope.pop()
+from hiapi.saving.object_registration import (custom_object_scope, get_registered_name,
+                                              get_registered_object)
 
 
 def _kind_of(obj):
@@ -42,10 +29,10 @@ def serialize_object(obj):
         return {key: serialize_object(value) for key, value in obj.items()}
     kind = _kind_of(obj)
     if kind is not None:
-        return {"module": kind, "class_name": registered_name(type(obj)),
+        return {"module": kind, "class_name": get_registered_name(type(obj)),
                 "config": serialize_object(obj.get_config())}
     if inspect.isfunction(obj) or inspect.isbuiltin(obj) or hasattr(obj, "__name__"):
-        name = registered_name(obj) if hasattr(obj, "__dict__") else obj.__name__
+        name = get_registered_name(obj)
         if name == "<lambda>":
             raise ValueError(f"cannot save {obj!r}: a lambda has no name to load it by; define "
                              f"it with def (and pass it to load_model's custom_objects)")
@@ -83,7 +70,7 @@ def deserialize_function(config):
         return config
     if not isinstance(config, str):
         return deserialize_object(config)
-    found = _scoped(config)
+    found = get_registered_object(config)
     if found is None:
         from hiapi import losses, metrics
         found = next((f for f in (getattr(namespace, config, None) for namespace in
@@ -95,21 +82,14 @@ def deserialize_function(config):
     return found
 
 
-def _scoped(name):
-    for table in (_custom_scope[-1], _custom):
-        if name in table:
-            return table[name]
-    short = name.split(">")[-1]
-    return _custom_scope[-1].get(short)
-
-
 def _lookup(class_name, kind):
-    found = _scoped(class_name)
+    found = get_registered_object(class_name)
     if found is not None:
         return found
     from hiapi import losses, metrics
     namespaces = {"loss": (losses,), "metric": (metrics,)}.get(kind, (losses, metrics))
-    found = class_in(class_name, namespaces)
+    found = next((c for c in (getattr(n, class_name, None) for n in namespaces)
+                  if isinstance(c, type)), None)
     if found is not None:
         return found
     raise ValueError(f"Unknown {kind or 'object'} class {class_name!r} in the saved model: "

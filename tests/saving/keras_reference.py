@@ -5,7 +5,8 @@ For every ``FOLDER/<name>.keras`` that hiapi wrote, Keras loads it, predicts on 
 ``FOLDER/inputs.npz`` (``<name>/x0``, ``<name>/x1``, ...), loads ``FOLDER/<name>.weights.h5``
 into the loaded model when present and predicts again, and writes everything to
 ``FOLDER/keras_outputs.npz`` (with each model's optimizer class and iteration count).
-Any warning Keras gives while loading is an error.
+Any warning Keras gives while loading is an error. ``ScaleShift`` is the custom layer of
+keras_test_models.py, registered under the same name.
 """
 import os
 import pathlib
@@ -16,6 +17,27 @@ os.environ.setdefault("KERAS_BACKEND", "numpy")
 import numpy as np  # noqa: E402
 
 import keras  # noqa: E402
+
+
+@keras.saving.register_keras_serializable(package="hiapi_tests")
+class ScaleShift(keras.layers.Layer):
+    """keras_test_models.ScaleShift, written for Keras."""
+
+    def __init__(self, factor=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones",
+                                     name="scale")
+        self.shift = self.add_weight(shape=(input_shape[-1],), initializer="zeros",
+                                     name="shift")
+
+    def call(self, inputs):
+        return (inputs * self.scale + self.shift) * self.factor
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor}
 
 
 def outputs(model, x):

@@ -157,12 +157,45 @@ def nested_compiled():
     return model, x, rng.normal(size=(3, 2)).astype("float32")
 
 
+@hiapi.saving.register_keras_serializable(package="hiapi_tests")
+class ScaleShift(layers.Layer):
+    """A custom layer with weights and a constructor argument; keras_reference.py registers
+    a Keras class under the same name, so Keras loads hiapi's file."""
+
+    def __init__(self, factor=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones",
+                                     name="scale")
+        self.shift = self.add_weight(shape=(input_shape[-1],), initializer="zeros",
+                                     name="shift")
+
+    def call(self, inputs):
+        return (inputs * self.scale + self.shift) * self.factor
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor}
+
+
+def custom_layer():
+    """A registered custom layer between built-in ones, in a functional model."""
+    rng = _rng()
+    inputs = hiapi.Input((4,))
+    outputs = layers.Dense(2)(ScaleShift(factor=2.0)(layers.Dense(4)(inputs)))
+    model = hiapi.Model(inputs, outputs, name="custom_layer")
+    _randomize(model, rng)
+    return model, rng.normal(size=(3, 4)).astype("float32"), None
+
+
 def _randomize(model, rng):
     model.set_weights([rng.normal(scale=0.5, size=w.shape).astype(w.dtype)
                        for w in model.get_weights()])
 
 
-ZOO = {build.__name__: build for build in (image_zoo, sequence_zoo, nested_compiled)}
+ZOO = {build.__name__: build for build in (image_zoo, sequence_zoo, nested_compiled,
+                                            custom_layer)}
 
 
 def as_list(value):

@@ -143,14 +143,10 @@ def test_recurrent_weights_live_in_the_cell(tmp_path):
 
 
 def test_what_keras_cannot_express_is_refused_with_its_name(tmp_path):
-    @hiapi.saving.register_keras_serializable(package="tests_keras_files")
-    class Scale(layers.Layer):
-        def call(self, inputs):
-            return inputs * 2.0
-
-    custom = hiapi.Sequential([hiapi.Input((3,)), Scale(name="scale")])
-    with pytest.raises(ValueError, match=r"layer 'scale' \(Scale\).*Keras has no such layer"
-                                         r".*'\.hiapi'"):
+    custom = hiapi.Sequential([hiapi.Input((4, 2)),
+                               layers.SpatialDropout1D(0.5, trainable=False, name="drop")])
+    with pytest.raises(ValueError, match=r"layer 'drop' \(SpatialDropout1D\).*has no "
+                                         r"argument 'trainable' \(it is False here\).*'\.hiapi'"):
         custom.save(tmp_path / "c.keras")
     inputs = hiapi.Input((4, 3))
     output, _ = layers.MultiHeadAttention(2, 3, name="mha")(inputs, inputs,

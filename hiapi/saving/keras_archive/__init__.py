@@ -4,8 +4,4 @@
 ``keras-format`` extra), ``hiapi.models.load_model`` and ``load_weights`` read them, whichever of
 Keras and hiapi wrote them. ``.hiapi`` stays the native format for everything else.
 """
-from hiapi.saving.keras_archive.keras_file import (is_hdf5, is_keras_archive,
-                                                   load_keras_model, load_keras_weights,
-                                                   save_keras_model, save_keras_weights)
-
 KERAS_ARCHIVE_SUFFIX, KERAS_WEIGHTS_SUFFIX = ".keras", ".weights.h5"

@@ -10,7 +10,7 @@ import numpy as np
 
 from hiapi import optimizers as optimizers_module
 from hiapi.saving.keras_archive.keras_arguments import OPTIMIZERS
-from hiapi.saving.keras_archive.model_config import keras_trainable_weights
+from hiapi.models import model_config
 from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, constructor_arguments,
                                                      keras_object)
 from hiapi.saving.objects import deserialize_object, serialize_object
@@ -101,7 +101,7 @@ def _slots_in_keras_order(optimizer, model):
     by_variable = {}
     for (variable_id, _), slot in optimizer._slots.items():
         by_variable.setdefault(variable_id, []).append(slot)
-    ordered = [slot for variable in keras_trainable_weights(model)
+    ordered = [slot for variable in model_config.keras_trainable_weights(model)
                for slot in by_variable.get(id(variable), [])]
     if len(ordered) != len(optimizer._slots):
         raise ValueError(f"cannot write the optimizer state of {type(optimizer).__name__} to a "

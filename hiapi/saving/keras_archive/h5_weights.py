@@ -15,6 +15,7 @@ import re
 import numpy as np
 
 from hiapi.layers.input_layer import InputLayer
+from hiapi.models import model_config
 from hiapi.saving.keras_archive.layer_config import SUBLAYER_WEIGHTS, WRAPPED
 
 RECURRENT = {"LSTM": "lstm_cell", "GRU": "gru_cell", "SimpleRNN": "simple_rnn_cell"}
@@ -66,14 +67,12 @@ def write_vars(file, path, name, arrays):
 def write_model(file, model, layers, path=""):
     """``model``'s variables under ``path``; ``layers`` in Keras's order for ``model.layers``
     (Sequential leaves out its InputLayer, a functional model keeps them)."""
-    from hiapi.models import Model
-    from hiapi.saving.keras_archive.model_config import keras_layers
     prefix = f"{path}/" if path else ""
     write_vars(file, f"{prefix}vars", model.name, [])
     for layer, group in zip(layers, group_names(type(l).__name__ for l in layers)):
         layer_path = f"{prefix}layers/{group}"
-        if isinstance(layer, Model):
-            write_model(file, layer, keras_layers(layer), layer_path)
+        if model_config.is_graph_model(layer):
+            write_model(file, layer, model_config.keras_layers(layer), layer_path)
         else:
             write_layer(file, layer, layer_path)
 
@@ -112,13 +111,11 @@ def read_vars(file, path):
 
 def read_model(file, model, filepath, path=""):
     """Assign the variables of ``model``'s layers from ``file``, found as Keras finds them."""
-    from hiapi.models import Model
-    from hiapi.saving.keras_archive.model_config import keras_layers
     prefix = f"{path}/" if path else ""
-    layers = keras_layers(model)
+    layers = model_config.keras_layers(model)
     for layer, group in zip(layers, group_names(type(l).__name__ for l in layers)):
         layer_path = f"{prefix}layers/{group}"
-        if isinstance(layer, Model):
+        if model_config.is_graph_model(layer):
             read_model(file, layer, filepath, layer_path)
             continue
         if not isinstance(layer, InputLayer):

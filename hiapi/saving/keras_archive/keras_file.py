@@ -13,9 +13,10 @@ import json
 import zipfile
 
 from hiapi.runtime.atomic import atomic_write
-from hiapi.saving.keras_archive import compile_config, h5_weights, model_config
+from hiapi.models import model_config
+from hiapi.saving.keras_archive import compile_config, h5_weights
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
-from hiapi.saving.registry import get_class
+from hiapi.saving.serialization_lib import deserialize_keras_object, serialize_layer
 
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -80,7 +81,11 @@ def save_keras_model(model, filepath, include_optimizer=True):
         raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
                          f"to save")
     _refuse_compressor_state(model)
-    config = model_config.model_to_keras(model)
+    if not model_config.is_graph_model(model):
+        raise ValueError(f"cannot write model {model.name!r} ({type(model).__name__}) to a "
+                         f"Keras .keras file: only Sequential and functional models can be; "
+                         f"use save_weights, or save it to a '.hiapi' file instead")
+    config = serialize_layer(model, strict=True)
     optimizer = _optimizer(model, include_optimizer)
     if optimizer is not None:
         config["compile_config"] = compile_config.compile_to_keras(model)
@@ -111,8 +116,11 @@ def load_keras_model(filepath, custom_objects=None, compile=True):
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"{filepath} is not a complete Keras .keras file: its {CONFIG} "
                          f"describes no model")
-    model = model_config.model_from_keras(
-        config, lambda name: get_class(name, custom_objects), filepath)
+    if config["class_name"] not in ("Sequential", "Functional", "Model"):
+        raise ValueError(f"{filepath}: the model is a {config['class_name']!r} (a subclassed "
+                         f"Keras model); hiapi reads Sequential and functional models from "
+                         f".keras files")
+    model = deserialize_keras_object(config, custom_objects)
     try:
         file = h5py.File(io.BytesIO(weights), "r")
     except OSError as error:

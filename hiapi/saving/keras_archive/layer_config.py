@@ -10,6 +10,8 @@ and refused with its name and value otherwise, never silently lost.
 import inspect
 
 from hiapi import initializers as hiapi_initializers
+from hiapi.saving.object_registration import (get_registered_name, is_registered,
+                                              scoped_custom_objects)
 from hiapi.saving.keras_archive.keras_arguments import LAYERS
 from hiapi.utils.naming import snake_case
 
@@ -41,6 +43,11 @@ def is_keras_object(value):
 
 def dtype_policy(dtype):
     return keras_object("keras", "DTypePolicy", {"name": dtype})
+
+
+def dtype_name(value):
+    """A dtype from a config: a name, or Keras's DTypePolicy object."""
+    return value["config"]["name"] if is_keras_object(value) else value
 
 
 def _module_for(key):
@@ -83,33 +90,42 @@ def constructor_arguments(cls):
     return found
 
 
-def to_keras(layer):
-    """``{"module", "class_name", "config", "registered_name"}`` for a hiapi layer, or a
-    ValueError naming what Keras cannot express."""
-    class_name = type(layer).__name__
+def to_keras(layer, strict=True):
+    """``{"module", "class_name", "config", "registered_name"}`` for a layer. ``strict`` (a
+    ``.keras`` file) refuses what Keras cannot read with a ValueError naming it; otherwise (a
+    config in memory) a hiapi-only layer or argument is kept. A class of your own is written
+    as Keras writes one: its module, its registered name, its ``get_config()``."""
+    cls = type(layer)
+    if not cls.__module__.startswith("hiapi.") or is_registered(cls):
+        config = {key: _to_keras_value(key, value) for key, value in layer.get_config().items()}
+        return {"module": cls.__module__, "class_name": cls.__name__, "config": config,
+                "registered_name": get_registered_name(cls)}
+    class_name = cls.__name__
     keras_arguments = LAYERS.get(class_name)
-    if keras_arguments is None or getattr(type(layer), "_registered_name", None):
+    if keras_arguments is None and strict:
         raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a Keras .keras "
                          f"file: Keras has no such layer; {HIAPI_SUGGESTION}")
-    if class_name in NESTED:
+    if class_name in NESTED and strict:
         raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a Keras .keras "
                          f"file: hiapi does not write Keras's nested layout for its sublayers "
                          f"yet; {HIAPI_SUGGESTION}")
-    hiapi_defaults = constructor_arguments(type(layer))
+    hiapi_defaults = constructor_arguments(cls)
     config = {}
     for key, value in layer.get_config().items():
         if key == "_call_options":          # attention's call options: Keras keeps them in
             continue                        # the inbound nodes, where model_config writes them
-        if key not in keras_arguments:
-            if value != hiapi_defaults.get(key, inspect.Parameter.empty):
-                raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a Keras "
-                                 f".keras file: Keras's {class_name} has no argument {key!r} "
-                                 f"(it is {value!r} here); {HIAPI_SUGGESTION}")
-            continue
+        if keras_arguments is not None and key not in keras_arguments:
+            if value == hiapi_defaults.get(key, inspect.Parameter.empty):
+                continue
+            if strict:
+                raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a "
+                                 f"Keras .keras file: Keras's {class_name} has no argument "
+                                 f"{key!r} (it is {value!r} here); {HIAPI_SUGGESTION}")
         config[key] = _to_keras_value(key, value)
     for key, attribute in WRAPPED.get(class_name, {}).items():
-        config[key] = to_keras(getattr(layer, attribute))
-    return keras_object("keras.layers", class_name, config)
+        config[key] = to_keras(getattr(layer, attribute), strict)
+    module = "keras.layers" if keras_arguments is not None else "hiapi.layers"
+    return keras_object(module, class_name, config)
 
 
 def _initializer_from_keras(value):
@@ -125,8 +141,8 @@ def _initializer_from_keras(value):
 
 
 def _from_keras_value(key, value):
-    if key == "dtype" and is_keras_object(value):
-        return value["config"]["name"]
+    if key == "dtype":
+        return dtype_name(value)
     if not is_keras_object(value):
         return value
     if key.endswith("_initializer"):
@@ -142,7 +158,9 @@ def _sublayer_from_keras(entry, get_class, filepath):
 
 
 def from_keras(entry, get_class, filepath):
-    """A hiapi layer from a Keras layer entry of ``config.json``."""
+    """A layer from a Keras layer entry of ``config.json`` (or of ``get_config``). For
+    hiapi's own layers, Keras-only arguments at their defaults are dropped and others
+    refused by name; a class of your own gets its whole config."""
     class_name, config = entry["class_name"], entry["config"]
     name = config.get("name", class_name)
     if class_name in NESTED:
@@ -150,11 +168,12 @@ def from_keras(entry, get_class, filepath):
                          f"nests in a layout hiapi does not read yet")
     registered = entry.get("registered_name")
     cls = get_class(registered if registered and registered != class_name else class_name)
+    own = not cls.__module__.startswith("hiapi.") or is_registered(cls)
     hiapi_arguments = constructor_arguments(cls)
     keras_defaults = LAYERS.get(class_name, {})
     arguments = {}
     for key, value in config.items():
-        if key not in hiapi_arguments:
+        if key not in hiapi_arguments and not own:
             if key in keras_defaults and value == keras_defaults[key]:
                 continue
             raise ValueError(f"{filepath}: layer {name!r} ({class_name}) has {key}={value!r}, "
@@ -166,4 +185,6 @@ def from_keras(entry, get_class, filepath):
         except ValueError as error:
             raise ValueError(f"{filepath}: layer {name!r} ({class_name}) argument {key!r}: "
                              f"{error}") from None
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:   # Lambda's
+        return cls.from_config(arguments, custom_objects=scoped_custom_objects())
     return cls.from_config(arguments)

@@ -13,28 +13,32 @@ depths).
 from hiapi.layers.call_signature import PositionalInputs
 from hiapi.layers.input_layer import Input, InputLayer
 from hiapi.layers.layer import _flatten, _map
-from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, dtype_policy,
-                                                     from_keras, keras_object, to_keras)
+from hiapi.models.op_node import OpNode
+from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, dtype_name,
+                                                     dtype_policy, keras_object)
+from hiapi.saving.object_registration import custom_object_scope
+from hiapi.saving.serialization_lib import deserialize_keras_object, serialize_layer
 
 
 # call arguments of a Keras node that change what a layer computes (``training`` and ``mask``
 # are set by the model itself)
 CALL_OPTIONS = ("use_causal_mask", "return_attention_scores")
+OP_MODULE = "hiapi.models.op_node"     # a raw op's entry (never in a .keras file)
 
 
-def _is_sequential(model):
-    from hiapi.models import Sequential
-    return isinstance(model, Sequential)
+def is_graph_model(layer):
+    """A Sequential or functional model: Keras lists its layers, and they hold the weights
+    (a subclassed model is saved as a layer of its own)."""
+    return is_functional(layer) or isinstance(getattr(layer, "_stack", None), list)
 
 
-def _is_functional(model):
-    from hiapi.models import Model
-    return isinstance(model, Model) and hasattr(model, "_nodes")
+def is_functional(layer):
+    return hasattr(layer, "_nodes")
 
 
 def keras_layers(model):
     """``model.layers`` as Keras orders them (Sequential: without its InputLayer)."""
-    if _is_sequential(model):
+    if not is_functional(model):
         return [layer for layer in model.layers if not isinstance(layer, InputLayer)]
     nodes, indices = _walk(model)
     depth_of_node, depth_of_layer = {}, {}
@@ -56,8 +60,8 @@ def keras_trainable_weights(model):
     order): the order in which Keras builds, and saves, the optimizer's slots."""
     found = []
     for layer in keras_layers(model):
-        found += keras_trainable_weights(layer) if _is_sequential(layer) or \
-            _is_functional(layer) else layer.trainable_weights
+        found += keras_trainable_weights(layer) if is_graph_model(layer) \
+            else layer.trainable_weights
     return found
 
 
@@ -90,66 +94,49 @@ def _input_layer_config(layer):
         "ragged": False, "name": layer.name, "optional": False})
 
 
-def model_to_keras(model):
-    """The ``config.json`` object of a Sequential or functional model (no compile config)."""
-    if _is_sequential(model):
-        return _sequential_to_keras(model)
-    if _is_functional(model):
-        return _functional_to_keras(model)
-    raise ValueError(f"cannot write model {model.name!r} ({type(model).__name__}) to a Keras "
-                     f".keras file: only Sequential and functional models can be; use "
-                     f"save_weights, or {HIAPI_SUGGESTION}")
-
-
-def _layer_to_keras(layer):
-    if _is_sequential(layer) or _is_functional(layer):
-        return model_to_keras(layer)
-    config = to_keras(layer)
-    if getattr(layer, "_build_input_shape", None) is not None:
-        config["build_config"] = {"input_shape": _shape_list(layer._build_input_shape)}
-    return config
-
-
-def _shape_list(shape):
-    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        return [_shape_list(s) for s in shape]
-    return list(shape)
-
-
-def _sequential_to_keras(model):
-    if model._input_shape is None:
+def sequential_config(model, strict=False):
+    """A Sequential model's entry: its config lists an InputLayer (when the input shape is
+    known) and then every layer, each as ``serialize_keras_object`` writes it."""
+    if model._input_shape is None and strict:
         raise ValueError(f"cannot write model {model.name!r} to a Keras .keras file: it has "
                          f"no input shape yet (start it with hiapi.Input or build it)")
-    batch_shape = [None, *model._input_shape[1:]]
-    first = next((l for l in model.layers if isinstance(l, InputLayer)), None)
-    input_config = _input_layer_config(first) if first is not None else keras_object(
-        "keras.layers", "InputLayer", {"batch_shape": batch_shape,
-                                       "dtype": model._input_dtype or "float32",
-                                       "sparse": False, "ragged": False,
-                                       "name": "input_layer", "optional": False})
-    layers = [input_config] + [_layer_to_keras(l) for l in keras_layers(model)]
-    return {"module": "keras", "class_name": "Sequential", "config": {
-        "name": model.name, "trainable": model.trainable, "dtype": dtype_policy(model.dtype),
-        "layers": layers, "build_input_shape": batch_shape},
-        "registered_name": None, "build_config": {"input_shape": batch_shape}}
+    layers = [serialize_layer(layer, strict) for layer in keras_layers(model)]
+    config = {"name": model.name, "trainable": model.trainable,
+              "dtype": dtype_policy(model.dtype), "layers": layers}
+    entry = {"module": "keras", "class_name": "Sequential", "config": config,
+             "registered_name": None}
+    if model._input_shape is not None:
+        batch_shape = [None, *model._input_shape[1:]]
+        source = model._input_layer
+        layers.insert(0, _input_layer_config(source) if source is not None else keras_object(
+            "keras.layers", "InputLayer", {"batch_shape": batch_shape,
+                                           "dtype": model._input_dtype or "float32",
+                                           "sparse": False, "ragged": False,
+                                           "name": "input_layer", "optional": False}))
+        config["build_input_shape"] = batch_shape
+        entry["build_config"] = {"input_shape": batch_shape}
+    return entry
 
 
-def _functional_to_keras(model):
-    from hiapi.models.op_node import OpNode
-    calls = {}         # layer -> its calls in this model, in order
-    refs = {}          # var -> [layer name, call index, output index]
+def functional_config(model, strict=False):
+    """A functional model's entry: its layers in Keras's order, each with the calls made of
+    it (``inbound_nodes``), and the model's input and output tensors. A raw op between
+    layers is an ``OpNode`` entry in memory, and refused in a ``.keras`` file."""
+    calls, refs, names = {}, {}, {}     # layer -> its calls; var -> [name, call, output]
     for var in model.inputs:
         refs[var] = [var._keras_history[0].name, 0, 0]
     for layer, call_inputs, call_outputs in model._nodes:
         if isinstance(layer, OpNode):
-            raise ValueError(f"cannot write model {model.name!r} to a Keras .keras file: it "
-                             f"applies the operation {layer.get_config()!r} directly to "
-                             f"tensors, which Keras records differently; wrap it in a layer, "
-                             f"or {HIAPI_SUGGESTION}")
+            if strict:
+                raise ValueError(f"cannot write model {model.name!r} to a Keras .keras file: "
+                                 f"it applies the operation {layer.get_config()!r} directly "
+                                 f"to tensors, which Keras records differently; wrap it in a "
+                                 f"layer, or {HIAPI_SUGGESTION}")
+            names[layer] = f"{layer.name}_op_{len(names)}"
         index = len(calls.setdefault(layer, []))
         calls[layer].append(call_inputs)
         for j, var in enumerate(_flatten(call_outputs)):
-            refs[var] = [layer.name, index, j]
+            refs[var] = [names.get(layer, layer.name), index, j]
     tensor = lambda var: {"class_name": "__keras_tensor__", "config": {
         "shape": list(var.shape), "dtype": var.dtype.name, "keras_history": refs[var]}}
     layers = []
@@ -157,9 +144,10 @@ def _functional_to_keras(model):
         if isinstance(layer, InputLayer):
             entry, nodes = _input_layer_config(layer), []
         else:
-            entry = _layer_to_keras(layer)
+            entry = _op_entry(layer) if isinstance(layer, OpNode) else \
+                serialize_layer(layer, strict)
             nodes = [_inbound_node(layer, inputs, tensor) for inputs in calls[layer]]
-        layers.append({**entry, "name": layer.name, "inbound_nodes": nodes})
+        layers.append({**entry, "name": names.get(layer, layer.name), "inbound_nodes": nodes})
     ends = lambda structure: refs[structure] if not isinstance(structure, (list, tuple, dict)) \
         else _map(refs.__getitem__, structure)
     return {"module": "keras.src.models.functional", "class_name": "Functional", "config": {
@@ -167,6 +155,11 @@ def _functional_to_keras(model):
         "input_layers": ends(model._inputs_struct),
         "output_layers": ends(model._outputs_struct)},
         "registered_name": "Functional", "build_config": {"input_shape": None}}
+
+
+def _op_entry(node):
+    return {"module": OP_MODULE, "class_name": "OpNode", "config": node.get_config(),
+            "registered_name": None}
 
 
 def _inbound_node(layer, inputs, tensor):
@@ -185,53 +178,49 @@ def _inbound_node(layer, inputs, tensor):
     return {"args": [_map(tensor, inputs)], "kwargs": {}}
 
 
-def model_from_keras(entry, get_class, filepath):
-    """A hiapi model from a Keras Sequential or Functional ``config.json`` object."""
-    class_name, config = entry["class_name"], entry["config"]
-    if class_name == "Sequential":
-        return _sequential_from_keras(config, get_class, filepath)
-    if class_name in ("Functional", "Model") and "layers" in config:
-        return _functional_from_keras(config, get_class, filepath)
-    raise ValueError(f"{filepath}: the model is a {class_name!r} (a subclassed Keras model); "
-                     f"hiapi reads Sequential and functional models from .keras files")
-
-
-def _layer_from_keras(entry, get_class, filepath):
-    if entry["class_name"] in ("Sequential", "Functional"):
-        return model_from_keras(entry, get_class, filepath)
-    return from_keras(entry, get_class, filepath)
-
-
 def _input_from_keras(config):
     shape = config.get("batch_shape") or [None, *config["batch_input_shape"][1:]]
     return Input(shape=shape[1:], batch_size=shape[0], dtype=config.get("dtype") or None,
                  name=config.get("name"))
 
 
-def _sequential_from_keras(config, get_class, filepath):
-    from hiapi.models import Sequential
+def _layer_from_entry(entry):
+    if entry.get("module") == OP_MODULE and entry["class_name"] == "OpNode":
+        return OpNode.from_config(entry["config"])
+    return deserialize_keras_object(entry)
+
+
+def sequential_from_config(cls, config, custom_objects=None):
+    """A ``cls`` (Sequential) from its config: Keras's dict, or a bare list of layers."""
+    if isinstance(config, list):
+        config = {"layers": config}
     entries = list(config["layers"])
-    if entries and entries[0]["class_name"] == "InputLayer":
-        stack = [_input_from_keras(entries.pop(0)["config"])]
-    elif config.get("build_input_shape"):
-        stack = [Input(shape=config["build_input_shape"][1:])]
-    else:
-        stack = []
-    stack += [_layer_from_keras(e, get_class, filepath) for e in entries]
-    return Sequential(stack, name=config.get("name"), trainable=config.get("trainable", True))
+    with custom_object_scope(custom_objects):
+        if entries and entries[0]["class_name"] == "InputLayer":
+            stack = [_input_from_keras(entries.pop(0)["config"])]
+        elif config.get("build_input_shape"):
+            stack = [Input(shape=config["build_input_shape"][1:])]
+        else:
+            stack = []
+        stack += [_layer_from_entry(e) for e in entries]
+    dtype = config.get("dtype")
+    return cls(stack, name=config.get("name"), trainable=config.get("trainable", True),
+               **({} if dtype is None else {"dtype": dtype_name(dtype)}))
 
 
-def _functional_from_keras(config, get_class, filepath):
-    from hiapi.models import Model
+def functional_from_config(cls, config, custom_objects=None, filepath="config"):
+    """A ``cls`` (functional Model) from its config: the layers made, then called as the
+    ``inbound_nodes`` say, each call once the tensors it needs exist."""
     outputs, inputs, pending = {}, {}, []
-    for entry in config["layers"]:
-        name = entry.get("name") or entry["config"]["name"]
-        if entry["class_name"] == "InputLayer":
-            inputs[name] = _input_from_keras(entry["config"])
-            outputs[(name, 0)] = [inputs[name]]
-            continue
-        layer = _layer_from_keras(entry, get_class, filepath)
-        pending += [(layer, name, i, node) for i, node in enumerate(entry["inbound_nodes"])]
+    with custom_object_scope(custom_objects):
+        for entry in config["layers"]:
+            name = entry.get("name") or entry["config"]["name"]
+            if entry["class_name"] == "InputLayer":
+                inputs[name] = _input_from_keras(entry["config"])
+                outputs[(name, 0)] = [inputs[name]]
+                continue
+            layer = _layer_from_entry(entry)
+            pending += [(layer, name, i, node) for i, node in enumerate(entry["inbound_nodes"])]
     while pending:
         ready = [p for p in pending if _tensors_known(p[3], outputs)]
         if not ready:
@@ -242,8 +231,8 @@ def _functional_from_keras(config, get_class, filepath):
             outputs[(name, index)] = _flatten(_call(layer, node, outputs, filepath, name))
             pending.remove(item)
     resolve = lambda ref: outputs[(ref[0], ref[1])][ref[2]]
-    return Model(_ends(config["input_layers"], resolve), _ends(config["output_layers"], resolve),
-                 name=config.get("name"), trainable=config.get("trainable", True))
+    return cls(_ends(config["input_layers"], resolve), _ends(config["output_layers"], resolve),
+               name=config.get("name"), trainable=config.get("trainable", True))
 
 
 def _is_tensor(value):

@@ -1,0 +1,171 @@
+"""Keras 3's object serialization: ``serialize_keras_object`` turns a layer, a model, an
+initializer, a loss, a function... into the JSON-able dict Keras's ``config.json`` carries, and
+``deserialize_keras_object`` turns such a dict back into the object::
+
+    {"module": "keras.layers", "class_name": "Dense", "config": {...},
+     "registered_name": None, "build_config": {"input_shape": [None, 8]}}
+
+One format for everything: ``Model.get_config()``, ``clone_model``, ``to_json``,
+``layers.serialize`` and the ``.keras`` writer all go through here. Written for a ``.keras``
+file (``strict=True``), what Keras cannot read back (a hiapi-only layer or argument) is refused
+with its name; in memory it is kept, so every hiapi model round-trips. Class names resolve
+through ``object_registration`` (custom objects, then hiapi's own classes), so this module
+imports no model: models register themselves there.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Mapping
+
+import numpy as np
+
+from hiapi import constraints, initializers, regularizers
+from hiapi import layers as layers_module
+from hiapi.layers.layer import Layer
+from hiapi.saving import objects
+from hiapi.saving.keras_archive import layer_config
+from hiapi.saving.object_registration import (custom_object_scope, get_registered_name,
+                                              get_registered_object, is_registered,
+                                              scoped_custom_objects)
+
+# Keras's modules for hiapi's own objects that are not layers (layers say theirs in to_keras)
+_OBJECT_MODULES = {"keras.initializers": (initializers.Initializer, initializers),
+                   "keras.regularizers": (regularizers.Regularizer, regularizers),
+                   "keras.constraints": (constraints.Constraint, constraints)}
+
+
+def serialize_keras_object(obj: Any, strict: bool = False) -> Any:
+    """``obj`` as Keras 3 serializes it (see the module docstring); ``strict`` refuses what
+    Keras could not read back."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return {"class_name": "__numpy__", "config": {"value": obj.tolist(),
+                                                      "dtype": obj.dtype.name}}
+    if isinstance(obj, (list, tuple)):
+        return [serialize_keras_object(item, strict) for item in obj]
+    if isinstance(obj, dict):
+        return {key: serialize_keras_object(value, strict) for key, value in obj.items()}
+    if isinstance(obj, Layer):
+        return serialize_layer(obj, strict)
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj):
+        return {"module": obj.__module__, "class_name": "function",
+                "config": get_registered_name(obj), "registered_name": "function"}
+    if hasattr(obj, "get_config"):
+        return _serialize_object(obj, strict)
+    raise TypeError(f"serialize_keras_object: cannot serialize {obj!r} "
+                    f"({type(obj).__name__}): it has no get_config()")
+
+
+def _serialize_object(obj, strict):
+    cls = type(obj)
+    module = next((name for name, (base, _) in _OBJECT_MODULES.items()
+                   if isinstance(obj, base)), cls.__module__)
+    registered = is_registered(cls)
+    return {"module": cls.__module__ if registered else module, "class_name": cls.__name__,
+            "config": serialize_keras_object(obj.get_config(), strict),
+            "registered_name": get_registered_name(cls) if registered else None}
+
+
+def serialize_layer(layer: Layer, strict: bool = False) -> dict[str, Any]:
+    """One layer or model, with its ``build_config``. A Sequential or functional model
+    writes its own Keras config (``keras_config``); a layer's ``get_config`` is translated
+    by ``layer_config.to_keras``."""
+    keras_config = getattr(layer, "keras_config", None)
+    entry = keras_config(strict) if keras_config is not None else None
+    if entry is None:
+        entry = layer_config.to_keras(layer, strict)
+        shape = getattr(layer, "_build_input_shape", None)
+        if shape is not None:
+            entry["build_config"] = {"input_shape": _shape_list(shape)}
+    return entry
+
+
+def _shape_list(shape):
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+        return [_shape_list(s) for s in shape]
+    return list(shape)
+
+
+def deserialize_keras_object(config: Any, custom_objects: Mapping[str, Any] | None = None,
+                             safe_mode: bool = True, **kwargs: Any) -> Any:
+    """The object a ``serialize_keras_object`` dict (or a list or dict of them) describes;
+    ``custom_objects`` maps names to classes and functions of your own, for this call and the
+    objects nested in it; a plain string comes back as it is. ``safe_mode`` is Keras's
+    argument; hiapi's rule is the same either way: a Lambda's bytecode loads only after
+    ``hiapi.config.enable_unsafe_deserialization()``."""
+    with custom_object_scope(custom_objects):
+        return _deserialize(config)
+
+
+def _deserialize(config):
+    if isinstance(config, list):
+        return [_deserialize(item) for item in config]
+    if not isinstance(config, dict):
+        return config
+    if "class_name" not in config or "config" not in config:
+        return {key: _deserialize(value) for key, value in config.items()}
+    class_name, body = config["class_name"], config["config"]
+    if class_name == "__numpy__":
+        return np.array(body["value"], dtype=body["dtype"])
+    if class_name == "__tuple__":
+        return tuple(_deserialize(body["value"]))
+    if class_name == "function":
+        return objects.deserialize_function(body)
+    module = config.get("module") or ""
+    cls = find_class(class_name, config.get("registered_name"), module)
+    kind = "loss" if "losses" in module else "metric" if "metrics" in module else None
+    if cls is None and kind is not None:         # hiapi.saving.objects knows losses, metrics
+        return objects.deserialize_object({"class_name": class_name, "config": body}, kind=kind)
+    if cls is None:
+        cls = get_class(config.get("registered_name") or class_name)     # the error
+    if isinstance(cls, type) and issubclass(cls, Layer):
+        return deserialize_layer(cls, config)
+    arguments = _deserialize(body) if isinstance(body, dict) else body
+    return cls.from_config(arguments) if hasattr(cls, "from_config") else cls(**arguments)
+
+
+def find_class(class_name, registered_name=None, module=None):
+    """The class a config entry names, or None: a custom or registered object first, then
+    hiapi's own models (registered by them), layers, initializers, regularizers, constraints."""
+    for name in (registered_name, class_name):
+        found = get_registered_object(name) if name else None
+        if found is not None:
+            return found
+    namespace = _OBJECT_MODULES.get(module or "", (None, layers_module))[1]
+    found = getattr(namespace, class_name, None)
+    return found if isinstance(found, type) else None
+
+
+def get_class(name):
+    """``find_class``, or a ValueError saying how to make ``name`` known."""
+    found = find_class(name)
+    if found is None:
+        short = name.split(">")[-1]
+        raise ValueError(f"Unknown class {name!r} in the saved model: register custom layers "
+                         f"with @hiapi.saving.register_keras_serializable or pass "
+                         f"custom_objects={{{short!r}: {short}}} to the loading function")
+    return found
+
+
+def deserialize_layer(cls, entry):
+    """A layer of class ``cls`` from its entry; a layer outside a model is built from its
+    ``build_config``, so its weights exist (to load them, as Keras does)."""
+    config = entry["config"]
+    if "custom_objects" in inspect.signature(cls.from_config).parameters and \
+            getattr(cls, "keras_config", None) is not None:
+        layer = cls.from_config(config, custom_objects=scoped_custom_objects())
+    else:
+        layer = layer_config.from_keras(entry, get_class, "config")
+    shape = (entry.get("build_config") or {}).get("input_shape")
+    if not layer.built and _is_flat_shape(shape):
+        layer.build(tuple(shape))
+        layer.built = True
+    return layer
+
+
+def _is_flat_shape(shape):
+    return isinstance(shape, (list, tuple)) and len(shape) > 0 and \
+        all(d is None or isinstance(d, int) for d in shape)
