@@ -112,9 +112,9 @@ def deserialize_layer(config, custom_objects=None):
                      trainable=body.get("trainable", True))
     with custom_object_scope(custom_objects):
         cls = get_class(name)
-    if "custom_objects" in inspect.signature(cls.from_config).parameters:
-        return cls.from_config(body, custom_objects=custom_objects)   # Lambda's functions
-    layer = cls.from_config(body)
+    layer = cls.from_config(body, custom_objects=custom_objects) \
+        if "custom_objects" in inspect.signature(cls.from_config).parameters \
+        else cls.from_config(body)           # Lambda's (and Model's) take custom_objects
     if "build_config" in config:          # a subclassed model: weights exist once built
         subclassed.build(layer, **config["build_config"])
     return layer
