@@ -36,6 +36,11 @@ class ScaleShift(keras.layers.Layer):
     def call(self, inputs):
         return (inputs * self.scale + self.shift) * self.factor
 
+    def compute_output_shape(self, input_shape):
+        # without it Keras's numpy backend infers the shape by running call() on
+        # uninitialised arrays, which may overflow (a warning, an error here)
+        return input_shape
+
     def get_config(self):
         return {**super().get_config(), "factor": self.factor}
 
