@@ -3,14 +3,20 @@ import math
 
 import numpy as np
 
+from hiapi.models.disk_array import DiskArray, on_disk
 
-def as_list(data, what):
-    """``data`` as a list of numpy arrays (one per model input or output)."""
+
+def as_list(data, what, lazy=False):
+    """``data`` as a list of numpy arrays (one per model input or output); with ``lazy``, a
+    ``np.memmap`` or h5py dataset becomes a ``DiskArray``, read batch by batch."""
     if data is None:
         return []
     items = list(data) if isinstance(data, (list, tuple)) else [data]
     out = []
     for item in items:
+        if lazy and on_disk(item):
+            out.append(DiskArray(item))
+            continue
         array = np.asarray(item)
         if array.dtype == object:
             raise TypeError(f"{what}: expected numeric arrays, got an object array "
@@ -68,8 +74,8 @@ def num_samples(xs, ys):
 
 
 def check_finite(arrays, what):
-    for index, array in enumerate(arrays):
-        if array.dtype.kind == "f" and not all_finite(array):
+    for index, array in enumerate(arrays):     # arrays on disk are not read whole for it
+        if isinstance(array, np.ndarray) and array.dtype.kind == "f" and not all_finite(array):
             bad = int(np.size(array) - np.isfinite(array).sum())
             raise ValueError(f"{what}[{index}] contains {bad} NaN or infinite values; training "
                              f"on them would give a NaN loss")
@@ -169,8 +175,8 @@ class BatchGatherer:
         self.buffers = [None] * len(self.arrays)
 
     def take(self, index):
-        if isinstance(index, slice):
-            return [a[index] for a in self.arrays]
+        if isinstance(index, slice):           # views; an array on disk reads the rows
+            return [np.asarray(a[index]) for a in self.arrays]
         n, batch = len(index), []
         for k, array in enumerate(self.arrays):
             buffer = self.buffers[k]

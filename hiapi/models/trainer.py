@@ -133,14 +133,16 @@ class Trainer(StepMethods):
         symbolic = getattr(self, "inputs", None)
         return [var._keras_history[0].name for var in symbolic] if symbolic else None
 
-    def _prepare(self, x, y=None, sample_weight=None, class_weight=None, check_finite=False):
+    def _prepare(self, x, y=None, sample_weight=None, class_weight=None, check_finite=False,
+                 lazy=False):
         """Checked arrays ``(xs, ys, weights)`` from the user's x, y and sample_weight (arrays,
         lists, or dicts keyed by input/output name): labels converted for the losses, class
-        weights turned into sample weights, NaN refused when ``check_finite``."""
+        weights turned into sample weights, NaN refused when ``check_finite``; with ``lazy``
+        (an adapter that reads batches) inputs on disk stay there (``disk_array``)."""
         self.learn_inputs(x)
         if y is not None and self.uses_custom_steps():
             return custom_steps.prepare(self, x, y, sample_weight, class_weight, check_finite)
-        xs = data.as_list(data.by_name(x, self._input_names(), "x", "input"), "x")
+        xs = data.as_list(data.by_name(x, self._input_names(), "x", "input"), "x", lazy)
         if not xs:
             raise ValueError("x is required")
         if not self.built and hasattr(self, "_stack"):

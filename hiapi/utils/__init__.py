@@ -1,4 +1,5 @@
-"""Helpers with Keras's names: seeding, label encoding, sessions, model plots."""
+"""Helpers with Keras's names: seeding, label encoding, sessions, model plots, datasets from
+folders of images or text and from time series, image files."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +7,14 @@ import numpy as np
 from hiapi.hints import ArrayLike
 from hiapi import random as _random
 from hiapi.utils.data_structures import pack_x_y_sample_weight, unpack_x_y_sample_weight
+from hiapi.utils.file_dataset import FileDataset
+from hiapi.utils.image_dataset import image_dataset_from_directory
+from hiapi.utils.image_utils import array_to_img, img_to_array, load_img, save_img
 from hiapi.utils.naming import clear_session
 from hiapi.utils.plot_model import model_to_dot, plot_model
 from hiapi.utils.py_dataset import PyDataset, Sequence
+from hiapi.utils.text_dataset import text_dataset_from_directory
+from hiapi.utils.timeseries_dataset import timeseries_dataset_from_array
 
 
 def set_random_seed(seed: int) -> None:

@@ -36,7 +36,7 @@ def get_adapter(model, x, y=None, sample_weight=None, class_weight=None, *, batc
         raise ValueError(f"{what}: x is required")
     if targets and y is None and not labels_optional:
         raise ValueError(f"{what}: y (the targets) is required when x is an array")
-    arrays = model._prepare(x, y, sample_weight, class_weight, check_finite)
+    arrays = model._prepare(x, y, sample_weight, class_weight, check_finite, lazy=True)
     return ArrayAdapter(arrays, batch_size, plan, steps, what, source,
                         allow_empty=not targets)
 
@@ -51,7 +51,8 @@ def fit_adapters(model, x, y, sample_weight, class_weight, batch_size, plan, ste
                              "generator or PyDataset pass validation_data")
         if y is None:
             raise ValueError("fit: y (the targets) is required when x is an array")
-        arrays = model._prepare(x, y, sample_weight, class_weight, check_finite=True)
+        arrays = model._prepare(x, y, sample_weight, class_weight, check_finite=True,
+                                lazy=True)
         train, held_out = data.split_validation(arrays, validation_split)
         return (ArrayAdapter(train, batch_size, plan, steps_per_epoch, "fit"),
                 ArrayAdapter(held_out, validation_batch, plan.evaluation_plan,
