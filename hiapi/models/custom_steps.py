@@ -1,9 +1,9 @@
 """Running a model's own ``train_step``/``test_step``/``predict_step`` in ``fit``, ``evaluate``
 and ``predict``.
 
-A model takes this path when it overrides ``train_step`` or ``test_step`` (then both training
-and evaluation run its steps, the default ones being Keras's generic bodies in
-``step_methods.py``), or when it was compiled without a loss; ``predict`` when it overrides
+A model takes this path when it overrides ``train_step``, ``test_step`` or ``compute_loss``
+(then both training and evaluation run its steps, the default ones being Keras's generic
+bodies in ``step_methods.py``), or when it was compiled without a loss; ``predict`` when it overrides
 ``predict_step``. Otherwise the faster built-in steps (``steps.py``) are used.
 
 The data reaches the step as ``fit`` yields it (``pack_x_y_sample_weight``), in the structures
@@ -21,7 +21,7 @@ from hiapi.layers.layer import _flatten
 from hiapi.models import data
 from hiapi.models.input_signature import InputSignature
 from hiapi.models.step_methods import StepMethods
-from hiapi.models.steps import input_placeholders
+from hiapi.models.distribution import LOCAL
 from hiapi.models.traced_step import TracedStep, as_float, resolve
 from hiapi.utils.data_structures import pack_x_y_sample_weight
 
@@ -30,9 +30,14 @@ def overrides(model, method):
     return getattr(type(model), method) is not getattr(StepMethods, method)
 
 
+def overrides_training(model):
+    """Whether the model brings its own training or evaluation step, or its own loss."""
+    return any(overrides(model, name) for name in ("train_step", "test_step", "compute_loss"))
+
+
 def uses_custom_steps(model):
     """Whether training and evaluation run the model's step methods."""
-    return overrides(model, "train_step") or overrides(model, "test_step") or (
+    return overrides_training(model) or (
         getattr(model, "compiled", False) and getattr(model, "_loss_ids", None) is None)
 
 
@@ -51,9 +56,7 @@ def prepare(model, x, y, sample_weight, class_weight, check_finite):
         sample_weight = data.class_weight_to_sample_weights(class_weight, ys[0], None)
     weights = [w.astype(np.float32) for w in _flat_arrays(sample_weight, "sample_weight",
                                                           layouts)]
-    n = data.num_samples(xs, ys + weights)
-    if weights:
-        data.check_sample_weights(weights, n)
+    data.num_samples(xs, ys + weights)    # the step reads "sample weights" as it likes
     if check_finite:
         data.check_finite(xs + ys, "training data")
     return xs, ys, weights
@@ -71,18 +74,15 @@ def _flat_arrays(value, what, layouts):
 class CustomStep:
     """``model.<kind>_step`` compiled for data like ``xs``, ``ys``, ``weights``; called as the
     built-in steps are: the feed arrays, then (training) the optimizer's and the plan's
-    per-step values, of which it uses the plan's."""
+    per-step values, of which it uses the plan's.
+
+    In one process the step is traced for each concrete batch shape (as Keras's backends
+    trace it), so ``ops.shape(x)[0]`` is a number in user code (``ops.ones((batch, 1))``);
+    under a Strategy it is traced once with a free batch axis, so that every rank builds the
+    same collectives whatever its share of a batch."""
 
     def __init__(self, model, kind, xs, ys=(), weights=()):
         self.kind, self.model = kind, model
-        layouts = model.__dict__.get("_data_layouts", {})
-        x_holders = input_placeholders(model, xs)
-        y_holders = _holders(ys, "target")
-        w_holders = [placeholder((None,) + a.shape[1:], "float32", name=f"sample_weight_{i}")
-                     for i, a in enumerate(weights)]
-        x = model.structure_inputs(x_holders)
-        y = layouts["y"].structure(y_holders) if ys else None
-        w = layouts["sample_weight"].structure(w_holders) if weights else None
         self.plan = model.distribution if kind == "train" else None
         if hasattr(self.plan, "train_function"):     # pipeline / tensor parallel
             raise NotImplementedError(
@@ -90,27 +90,47 @@ class CustomStep:
                 f"cannot run under {type(self.plan).__name__}, which splits the model's "
                 f"built-in step across ranks; use a data-parallel hiapi.distribute.Strategy(), "
                 f"or the built-in step (compile with a loss, no train_step override)")
+        self.free_batch = model.distribution is not LOCAL
+        self.counts = (len(xs), len(ys), len(weights))
+        self.dtypes = [dtype for _, dtype in model.input_specs()] + \
+            [InputSignature.from_data(a).specs[0][1] for a in ys] + ["float32"] * len(weights)
         self.n_plan = len(self.plan.step_inputs()) if self.plan is not None else 0
-        self.traced = TracedStep(getattr(model, f"{kind}_step"),
-                                 x_holders + y_holders + w_holders,
-                                 [pack_x_y_sample_weight(x, y, w)], name=f"{kind}_step",
-                                 plan=self.plan)
-        self.n_feed = len(x_holders) + len(y_holders) + len(w_holders)
+        self.n_feed = sum(self.counts)
         self.tracker = StepLogs(model)
-        self._executables = self.traced.function._executables     # memory_report reads it
+        self._traces = {}
+        self.latest = self._traced([a.shape for a in [*xs, *ys, *weights]])
+
+    @property
+    def _executables(self):
+        """The compiled graphs of the step traced last (``memory_report`` reads them)."""
+        return self.latest.function._executables
+
+    def _traced(self, shapes):
+        key = None if self.free_batch else tuple(tuple(s) for s in shapes)
+        traced = self._traces.get(key)
+        if traced is None:
+            holders = [placeholder(((None,) if self.free_batch else tuple(shape[:1])) +
+                                   tuple(shape[1:]), dtype, name=f"{self.kind}_input_{i}")
+                       for i, (shape, dtype) in enumerate(zip(shapes, self.dtypes))]
+            nx, ny, _ = self.counts
+            layouts = self.model.__dict__.get("_data_layouts", {})
+            x = self.model.structure_inputs(holders[:nx])
+            y = layouts["y"].structure(holders[nx:nx + ny]) if ny else None
+            w = layouts["sample_weight"].structure(holders[nx + ny:]) \
+                if len(holders) > nx + ny else None
+            traced = self._traces[key] = TracedStep(
+                getattr(self.model, f"{self.kind}_step"), holders,
+                [pack_x_y_sample_weight(x, y, w)], name=f"{self.kind}_step", plan=self.plan)
+        self.latest = traced
+        return traced
 
     def __call__(self, *arrays):
         plan_values = arrays[len(arrays) - self.n_plan:] if self.n_plan else ()
-        result = self.traced.run(arrays[:self.n_feed], plan_values)
+        feed = arrays[:self.n_feed]
+        result = self._traced([np.shape(a) for a in feed]).run(feed, plan_values)
         if self.kind == "predict":
             return [np.asarray(leaf) for leaf in _flatten(result)]
         return result
-
-
-def _holders(arrays, name):
-    specs = [InputSignature.from_data(a).specs[0] for a in arrays]
-    return [placeholder(shape, dtype, name=f"{name}_{i}") for i, (shape, dtype) in
-            enumerate(specs)]
 
 
 class StepLogs:

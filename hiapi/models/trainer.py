@@ -68,8 +68,7 @@ class Trainer(StepMethods):
                                      "weighted_metrics", "auto_scale_loss"}
         if unsupported:
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(unsupported)}")
-        if loss is None and not (custom_steps.overrides(self, "train_step") or
-                                 custom_steps.overrides(self, "test_step")):
+        if loss is None and not custom_steps.overrides_training(self):
             raise ValueError("compile: a loss is required, e.g. "
                              "loss='sparse_categorical_crossentropy'")
         self.optimizer = optimizers_module.get(optimizer)

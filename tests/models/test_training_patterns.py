@@ -1,0 +1,186 @@
+"""The patterns of Keras's guides on customizing training, written as users write them: a GAN
+with two optimizers and its own compile(), one model training another (distillation), a
+metric of one's own. Each must learn, on numpy and numba."""
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi import layers, ops
+
+
+@pytest.fixture(params=["numpy", "numba"])
+def backend(request):
+    previous = hiapi.backends.get_backend().name
+    hiapi.backends.set_backend(request.param)
+    yield request.param
+    hiapi.backends.set_backend(previous)
+
+
+class GAN(hiapi.Model):
+    def __init__(self, discriminator, generator, latent_dim):
+        super().__init__()
+        self.discriminator = discriminator
+        self.generator = generator
+        self.latent_dim = latent_dim
+        self.d_loss_tracker = hiapi.metrics.Mean(name="d_loss")
+        self.g_loss_tracker = hiapi.metrics.Mean(name="g_loss")
+
+    @property
+    def metrics(self):
+        return [self.d_loss_tracker, self.g_loss_tracker]
+
+    def compile(self, d_optimizer, g_optimizer, loss_fn):
+        super().compile()
+        self.d_optimizer = d_optimizer
+        self.g_optimizer = g_optimizer
+        self.loss_fn = loss_fn
+
+    def train_step(self, data):
+        real, latent, latent_again = data       # the latent vectors come with the batch
+        batch_size = ops.shape(real)[0]
+        generated = self.generator(latent)
+        combined = ops.concatenate([generated, real], axis=0)
+        labels = ops.concatenate([ops.ones((batch_size, 1)), ops.zeros((batch_size, 1))],
+                                 axis=0)
+        with hiapi.GradientTape() as tape:
+            predictions = self.discriminator(combined)
+            d_loss = self.loss_fn(labels, predictions)
+        grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+        self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights))
+        misleading_labels = ops.zeros((batch_size, 1))
+        with hiapi.GradientTape() as tape:
+            predictions = self.discriminator(self.generator(latent_again))
+            g_loss = self.loss_fn(misleading_labels, predictions)
+        grads = tape.gradient(g_loss, self.generator.trainable_weights)
+        self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights))
+        self.d_loss_tracker.update_state(d_loss)
+        self.g_loss_tracker.update_state(g_loss)
+        return {"d_loss": self.d_loss_tracker.result(), "g_loss": self.g_loss_tracker.result()}
+
+
+def test_gan_with_two_optimizers_moves_the_generator_to_the_data(backend):
+    hiapi.utils.set_random_seed(3)
+    rng = np.random.default_rng(3)
+    target = np.array([2.0, -1.0], "float32")
+    real = (target + 0.3 * rng.normal(size=(2048, 2))).astype("float32")
+    discriminator = hiapi.Sequential([hiapi.Input(shape=(2,)),
+                                      layers.Dense(16, activation="relu"), layers.Dense(1)])
+    generator = hiapi.Sequential([hiapi.Input(shape=(4,)),
+                                  layers.Dense(16, activation="relu"), layers.Dense(2)])
+    gan = GAN(discriminator, generator, latent_dim=4)
+    gan.compile(d_optimizer=hiapi.optimizers.Adam(0.005, beta_1=0.5),
+                g_optimizer=hiapi.optimizers.Adam(0.005, beta_1=0.5),
+                loss_fn=hiapi.losses.BinaryCrossentropy(from_logits=True))
+
+    def batches():
+        while True:
+            for start in range(0, 2048, 64):
+                yield (real[start:start + 64], rng.normal(size=(64, 4)).astype("float32"),
+                       rng.normal(size=(64, 4)).astype("float32"))
+
+    latent = rng.normal(size=(512, 4)).astype("float32")
+    before = np.linalg.norm(generator.predict(latent, verbose=0).mean(0) - target)
+    history = gan.fit(batches(), steps_per_epoch=32, epochs=6, verbose=0).history
+    after = np.linalg.norm(generator.predict(latent, verbose=0).mean(0) - target)
+    assert sorted(history) == ["d_loss", "g_loss", "learning_rate"]
+    assert after < 0.35 * before, (before, after)
+    assert abs(history["d_loss"][-1] - np.log(2)) < 0.1     # the discriminator is fooled
+    assert int(gan.d_optimizer.iterations.numpy()) == int(gan.g_optimizer.iterations.numpy()) \
+        == 192
+
+
+class Distiller(hiapi.Model):
+    """Keras's knowledge-distillation example: a trainer wrapping two other models."""
+
+    def __init__(self, student, teacher):
+        super().__init__()
+        self.teacher = teacher
+        self.student = student
+
+    def compile(self, optimizer, metrics, student_loss_fn, distillation_loss_fn, alpha=0.1,
+                temperature=3):
+        super().compile(optimizer=optimizer, metrics=metrics)
+        self.student_loss_fn = student_loss_fn
+        self.distillation_loss_fn = distillation_loss_fn
+        self.alpha = alpha
+        self.temperature = temperature
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, allow_empty=False):
+        teacher_pred = self.teacher(x, training=False)
+        student_loss = self.student_loss_fn(y, y_pred)
+        distillation_loss = self.distillation_loss_fn(
+            ops.softmax(teacher_pred / self.temperature, axis=1),
+            ops.softmax(y_pred / self.temperature, axis=1),
+        ) * (self.temperature**2)
+        return self.alpha * student_loss + (1 - self.alpha) * distillation_loss
+
+    def call(self, x):
+        return self.student(x)
+
+
+def test_one_model_trains_another_by_distillation(backend):
+    (x, y), (x_test, y_test) = hiapi.datasets.mnist.load_data()
+    x = x[:3000].reshape(-1, 784).astype("float32") / 255.0
+    y = y[:3000]
+    x_test = x_test[:500].reshape(-1, 784).astype("float32") / 255.0
+    teacher = hiapi.Sequential([hiapi.Input(shape=(784,)), layers.Dense(128, activation="relu"),
+                                layers.Dense(10)])
+    teacher.compile(optimizer="adam", metrics=["accuracy"],
+                    loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
+    teacher.fit(x, y, epochs=2, batch_size=64, verbose=0)
+    teacher_weights = teacher.get_weights()
+    teacher.trainable = False                 # the distiller trains the student only
+    student = hiapi.Sequential([hiapi.Input(shape=(784,)), layers.Dense(32, activation="relu"),
+                                layers.Dense(10)])
+    distiller = Distiller(student=student, teacher=teacher)
+    distiller.compile(optimizer=hiapi.optimizers.Adam(),
+                      metrics=[hiapi.metrics.SparseCategoricalAccuracy()],
+                      student_loss_fn=hiapi.losses.SparseCategoricalCrossentropy(
+                          from_logits=True),
+                      distillation_loss_fn=hiapi.losses.KLDivergence(),
+                      alpha=0.1, temperature=10)
+    history = distiller.fit(x, y, epochs=5, batch_size=64, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0]
+    assert history["sparse_categorical_accuracy"][-1] > 0.8
+    accuracy = np.mean(np.argmax(student.predict(x_test, verbose=0), -1) == y_test[:500])
+    assert accuracy > 0.8
+    for old, new in zip(teacher_weights, teacher.get_weights()):     # only the student
+        np.testing.assert_array_equal(old, new)
+
+
+def test_a_metric_of_ones_own_in_fit_and_a_custom_step():
+    class CategoricalTruePositives(hiapi.metrics.Metric):
+        def __init__(self, name="categorical_true_positives", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.true_positives = self.add_variable(shape=(), initializer="zeros", name="ctp")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            hits = np.argmax(y_pred, axis=-1) == np.reshape(y_true, -1)
+            self.true_positives.assign_add(np.sum(hits))
+
+        def result(self):
+            return float(self.true_positives)
+
+    class Counting(hiapi.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(3)
+            self.hits = CategoricalTruePositives()
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+        def train_step(self, data):
+            logs = super().train_step(data)
+            x, y = data
+            self.hits.update_state(y, self(x))
+            return {**logs, "hits": self.hits.result()}
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 96)
+    x = (np.eye(3)[y] * 4 + rng.normal(size=(96, 3))).astype("float32")
+    model = Counting()
+    model.compile(optimizer=hiapi.optimizers.Adam(0.1),
+                  loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(x, y, batch_size=32, epochs=4, verbose=0).history
+    assert history["hits"][-1] > history["hits"][0] and history["hits"][-1] > 80
