@@ -27,11 +27,23 @@ def _count(variables):
     return sum(int(np.prod(v.shape)) for v in variables)
 
 
-def _layer_rows(layers, show_trainable, expand_nested, depth=0):
+def _free_batch(shape):
+    """A shape with its batch axis shown as None (a custom step traced for a concrete
+    batch size leaves that size in the layers' last output shapes)."""
+    if isinstance(shape, list):
+        return [_free_batch(s) for s in shape]
+    if isinstance(shape, dict):
+        return [_free_batch(shape[k]) for k in sorted(shape)]
+    return shape if not shape else (None,) + tuple(shape[1:])
+
+
+def _layer_rows(layers, show_trainable, expand_nested, depth=0, free_batch=False):
     rows = []
     for layer in layers:
         shape = layer.batch_shape if isinstance(layer, InputLayer) else \
             getattr(layer, "_output_shape", None)
+        if free_batch and not isinstance(layer, InputLayer):
+            shape = _free_batch(shape)
         row = ["  " * depth + f"{layer.name} ({type(layer).__name__})", _shape_text(shape),
                f"{_count(layer.weights):,}"]
         if show_trainable:
@@ -39,7 +51,7 @@ def _layer_rows(layers, show_trainable, expand_nested, depth=0):
         rows.append(row)
         inner = getattr(layer, "layers", None)
         if expand_nested and inner:
-            rows += _layer_rows(inner, show_trainable, expand_nested, depth + 1)
+            rows += _layer_rows(inner, show_trainable, expand_nested, depth + 1, free_batch)
     return rows
 
 
@@ -84,8 +96,10 @@ def summary_text(model, line_length=None, positions=None, show_trainable=False,
                          f"or weights to show: give it an Input, or fit/call it first")
     header = ["Layer (type)", "Output Shape", "Param #"] + (["Trainable"] if show_trainable
                                                               else [])
+    specs = model.input_specs() if hasattr(model, "input_specs") else None
     rows = [header] + _layer_rows(_in_range(model.layers, layer_range), show_trainable,
-                                  expand_nested)
+                                  expand_nested, free_batch=bool(specs) and all(
+                                      shape[:1] == (None,) for shape, _ in specs))
     widths = _widths(rows, line_length or 86, positions)
     width = sum(widths)
     rule = lambda ch: ch * width
