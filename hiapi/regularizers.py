@@ -33,6 +33,11 @@ def L2(l2=0.01):
     return L1L2(l2=l2)
 
 
+# Keras 3's lowercase aliases: ``kernel_regularizer=regularizers.l2(1e-4)``; as in Keras,
+# ``l1_l2()`` is the class (0 for both) while the string "l1_l2" means 0.01 for both
+l1, l2, l1_l2 = L1, L2, L1L2
+
+
 _BY_NAME = {"l1": L1, "l2": L2, "l1_l2": lambda: L1L2(0.01, 0.01)}
 
 

@@ -35,3 +35,4 @@ from hiapi.layers.noise import GaussianDropout, GaussianNoise
 from hiapi.layers.spatial_dropout import SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
 from hiapi.layers.group_norm import GroupNormalization
 from hiapi.layers.serialization import deserialize, serialize
+from hiapi.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax

@@ -1,5 +1,5 @@
-"""Helpers with Keras's names: seeding, label encoding, sessions, model plots, datasets from
-folders of images or text and from time series, image files."""
+"""Helpers with Keras's names: seeding, label encoding, padding sequences, sessions, model
+plots, datasets from folders of images or text and from time series, image files."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +13,7 @@ from hiapi.utils.image_utils import array_to_img, img_to_array, load_img, save_i
 from hiapi.utils.naming import clear_session
 from hiapi.utils.plot_model import model_to_dot, plot_model
 from hiapi.utils.py_dataset import PyDataset, Sequence
+from hiapi.utils.sequence_utils import pad_sequences
 from hiapi.utils.text_dataset import text_dataset_from_directory
 from hiapi.utils.timeseries_dataset import timeseries_dataset_from_array
 

@@ -189,13 +189,28 @@ def custom_layer():
     return model, rng.normal(size=(3, 4)).astype("float32"), None
 
 
+def activation_zoo():
+    """The activation layers with arguments (PReLU's slopes random, shared over one axis)."""
+    rng = _rng()
+    inputs = hiapi.Input((3, 4))
+    x = layers.Dense(4)(inputs)
+    x = layers.ReLU(max_value=1.5, negative_slope=0.2, threshold=0.1)(x)
+    x = layers.LeakyReLU(negative_slope=0.2)(layers.Dense(4)(x))
+    x = layers.ELU(alpha=0.5)(layers.Dense(4)(x))
+    x = layers.PReLU(shared_axes=[1])(layers.Dense(4)(x))
+    x = layers.Softmax()(layers.Dense(4)(x))      # (Keras 3.15 fails on a list axis read
+    model = hiapi.Model(inputs, layers.Softmax(axis=1)(x), name="activation_zoo")   # back)
+    _randomize(model, rng)
+    return model, rng.normal(size=(2, 3, 4)).astype("float32"), None
+
+
 def _randomize(model, rng):
     model.set_weights([rng.normal(scale=0.5, size=w.shape).astype(w.dtype)
                        for w in model.get_weights()])
 
 
 ZOO = {build.__name__: build for build in (image_zoo, sequence_zoo, nested_compiled,
-                                            custom_layer)}
+                                            custom_layer, activation_zoo)}
 
 
 def as_list(value):
