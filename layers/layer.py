@@ -21,7 +21,7 @@ from hiapi.graph.var import Var
 from hiapi.hints import (ArrayLike, ConstraintLike, DTypeLike, InitializerLike, RegularizerLike,
                          Shape, ShapeLike)
 from hiapi.runtime.settings import floatx
-from hiapi.layers import call_signature, layer_io, masks, tracing, tracking
+from hiapi.layers import call_signature, eager_mask, layer_io, masks, tracing, tracking
 from hiapi.layers.layer_io import LayerIO
 from hiapi.ops.core import layer_call
 from hiapi.layers.layer_errors import naming_layer
@@ -244,6 +244,8 @@ class Layer(LayerIO):
         return outputs
 
     def _call_eager(self, inputs, training, mask=None):
+        if mask is None and not isinstance(inputs, (list, tuple, dict)):
+            mask = eager_mask.mask_of(inputs)     # an eager output's mask goes on, as in Keras
         arrays = [np.asarray(a) for a in _flatten(inputs)]
         if mask is not None:          # the mask is fed as one more boolean input
             mask = np.asarray(mask, bool)
@@ -260,12 +262,20 @@ class Layer(LayerIO):
             with tracing.collect_state() as state, layer_io.not_a_node():
                 outputs = self._call_symbolic(structured, training, mask_holder)
             feeds = holders + ([] if mask is None else [mask_holder])
+            flat = _flatten(outputs)
+            output_masks = [masks.get_mask(v) for v in flat]
+            computed = [m for m in output_masks if m is not None and m is not mask_holder]
             cached = self._eager_functions[key] = (
-                Function(feeds, _flatten(outputs), state.updates, name=f"{self.name}_eager"),
-                outputs)
-        function, outputs = cached
-        results = iter(function(*arrays, *([] if mask is None else [mask])))
-        return _map(lambda _: next(results), outputs)
+                Function(feeds, flat + computed, state.updates, name=f"{self.name}_eager"),
+                outputs, [None if m is None else "fed" if m is mask_holder else "computed"
+                          for m in output_masks])
+        function, outputs, mask_sources = cached
+        results = function(*arrays, *([] if mask is None else [mask]))
+        results = results if isinstance(results, (list, tuple)) else [results]
+        values, computed = iter(results[:len(mask_sources)]), iter(results[len(mask_sources):])
+        found = iter([None if source is None else mask if source == "fed" else next(computed)
+                      for source in mask_sources])
+        return _map(lambda _: eager_mask.with_mask(next(values), next(found)), outputs)
 
     def compute_output_shape(self, input_shape: Shape) -> Any:
         """Output shape for ``input_shape``, found by tracing the layer on a placeholder."""
