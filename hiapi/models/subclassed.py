@@ -47,6 +47,7 @@ def learn_signature(model, signature):
     """Remember the inputs the model is called on (the first signature wins)."""
     if getattr(model, "_signature", None) is None:
         model._signature = signature
+        model._build_input_shape = signature.input_shape()    # Keras's build_config
 
 
 def build(model, input_shape, dtypes=None):

@@ -155,7 +155,7 @@ def deserialize_layer(cls, entry):
     ``build_config``, so its weights exist (to load them, as Keras does)."""
     config = entry["config"]
     if "custom_objects" in inspect.signature(cls.from_config).parameters and \
-            getattr(cls, "keras_config", None) is not None:
+            getattr(cls, "keras_config", None) is not None and "layers" in config:
         layer = cls.from_config(config, custom_objects=scoped_custom_objects())
     else:
         layer = layer_config.from_keras(entry, get_class, "config")
@@ -163,6 +163,8 @@ def deserialize_layer(cls, entry):
     if not layer.built and _is_flat_shape(shape):
         layer.build(tuple(shape))
         layer.built = True
+    elif not layer.built and shape and hasattr(layer, "learn_inputs"):
+        layer.build(shape)         # a subclassed model called on a list or dict of inputs
     return layer
 
 

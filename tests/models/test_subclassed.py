@@ -1,5 +1,10 @@
 """Subclassed models (``class M(hiapi.Model)`` with layers assigned in ``__init__`` and its own
 ``call``), written as in Keras's "Making new layers and models via subclassing" guide."""
+import io
+import os
+import subprocess
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -176,3 +181,80 @@ def test_saving_needs_a_config_the_constructor_takes(tmp_path):
     model(np.ones((1, 2), "float32"))
     with pytest.raises(ValueError, match="define get_config"):
         model.save(tmp_path / "m.hiapi")
+
+
+@hiapi.saving.register_keras_serializable(package="tests")
+class Heads(hiapi.Model):
+    """Layers as an attribute, in a list and in a dict: Keras 3 files their weights under
+    ``layers/``, ``blocks/`` and ``heads/``."""
+
+    def __init__(self, units=4, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.zeta = layers.Dense(units)
+        self.blocks = [layers.Dense(3), layers.Dense(3)]
+        self.heads = {"b": layers.Dense(2), "a": layers.Dense(1)}
+
+    def call(self, x):
+        for block in self.blocks:
+            x = block(x)
+        x = self.zeta(x)
+        return self.heads["a"](x) + self.heads["b"](x)[:, :1]
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+KERAS_HEADS = '''
+import os, sys
+os.environ["KERAS_BACKEND"] = "numpy"
+import warnings
+import keras, numpy as np
+@keras.saving.register_keras_serializable(package="tests")
+class Heads(keras.Model):
+    def __init__(self, units=4, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.zeta = keras.layers.Dense(units)
+        self.blocks = [keras.layers.Dense(3), keras.layers.Dense(3)]
+        self.heads = {"b": keras.layers.Dense(2), "a": keras.layers.Dense(1)}
+    def call(self, x):
+        for block in self.blocks:
+            x = block(x)
+        x = self.zeta(x)
+        return self.heads["a"](x) + self.heads["b"](x)[:, :1]
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+warnings.simplefilter("error")
+model = keras.models.load_model(sys.argv[1] + "/heads.keras")
+np.save(sys.argv[1] + "/keras_y.npy", model.predict(np.load(sys.argv[1] + "/x.npy"), verbose=0))
+'''
+
+
+def test_keras_file_of_a_subclassed_model_in_keras_layout(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    x = np.random.default_rng(0).normal(size=(8, 5)).astype("float32")
+    model = Heads()
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, np.ones((8, 1)), verbose=0)
+    model.save(tmp_path / "heads.keras")
+    with zipfile.ZipFile(tmp_path / "heads.keras") as archive:
+        with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as file:
+            found = []
+            file.visit(lambda name: found.append(name) if name.endswith("/vars/0") else None)
+    assert sorted(found) == ["blocks/dense/vars/0", "blocks/dense_1/vars/0",
+                             "heads/dense/vars/0", "heads/dense_1/vars/0",
+                             "layers/dense/vars/0", "optimizer/vars/0"]
+    loaded = hiapi.models.load_model(tmp_path / "heads.keras")
+    assert type(loaded) is Heads and loaded.units == 4
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
+                               rtol=1e-6)
+    loaded.fit(x, np.ones((8, 1)), verbose=0)
+    python = os.environ.get("HIAPI_KERAS_PYTHON")
+    if python:                            # real Keras reads it with the class registered
+        np.save(tmp_path / "x.npy", x)
+        script = tmp_path / "keras_heads.py"
+        script.write_text(KERAS_HEADS)
+        subprocess.run([python, str(script), str(tmp_path)], check=True, timeout=300)
+        np.testing.assert_allclose(np.load(tmp_path / "keras_y.npy"),
+                                   model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)

@@ -14,9 +14,11 @@ import zipfile
 
 from hiapi.runtime.atomic import atomic_write
 from hiapi.models import model_config
-from hiapi.saving.keras_archive import compile_config, h5_weights
+from hiapi.saving.keras_archive import attribute_walk, compile_config, h5_weights
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
-from hiapi.saving.serialization_lib import deserialize_keras_object, serialize_layer
+from hiapi.saving.object_registration import custom_object_scope
+from hiapi.saving.serialization_lib import (deserialize_keras_object, find_class,
+                                           serialize_layer)
 
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -44,7 +46,7 @@ def _weights_bytes(model, optimizer=None):
     h5py = h5_weights.require_h5py()
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as file:
-        h5_weights.write_model(file, model, model_config.keras_layers(model))
+        attribute_walk.write(file, model)
         if optimizer is not None:
             h5_weights.write_optimizer(file, optimizer,
                                        compile_config.optimizer_values(optimizer, model))
@@ -81,10 +83,10 @@ def save_keras_model(model, filepath, include_optimizer=True):
         raise ValueError(f"Model {model.name!r} has not been built yet: there are no weights "
                          f"to save")
     _refuse_compressor_state(model)
-    if not model_config.is_graph_model(model):
+    if not (model_config.is_graph_model(model) or attribute_walk.walks(model)):
         raise ValueError(f"cannot write model {model.name!r} ({type(model).__name__}) to a "
-                         f"Keras .keras file: only Sequential and functional models can be; "
-                         f"use save_weights, or save it to a '.hiapi' file instead")
+                         f"Keras .keras file: only Sequential, functional and subclassed "
+                         f"models can be; save it to a '.hiapi' file instead")
     config = serialize_layer(model, strict=True)
     optimizer = _optimizer(model, include_optimizer)
     if optimizer is not None:
@@ -116,10 +118,12 @@ def load_keras_model(filepath, custom_objects=None, compile=True):
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"{filepath} is not a complete Keras .keras file: its {CONFIG} "
                          f"describes no model")
-    if config["class_name"] not in ("Sequential", "Functional", "Model"):
+    if config["class_name"] not in ("Sequential", "Functional", "Model") and \
+            not _known(config, custom_objects):
         raise ValueError(f"{filepath}: the model is a {config['class_name']!r} (a subclassed "
-                         f"Keras model); hiapi reads Sequential and functional models from "
-                         f".keras files")
+                         f"Keras model) that is not registered here: define the class, register "
+                         f"it with @hiapi.saving.register_keras_serializable (as Keras requires) "
+                         f"or pass custom_objects={{{config['class_name']!r}: cls}}")
     model = deserialize_keras_object(config, custom_objects)
     try:
         file = h5py.File(io.BytesIO(weights), "r")
@@ -127,13 +131,19 @@ def load_keras_model(filepath, custom_objects=None, compile=True):
         raise ValueError(f"{filepath} is not a complete Keras .keras file: its {WEIGHTS} "
                          f"cannot be read ({error})") from None
     with file:
-        h5_weights.read_model(file, model, filepath)
+        attribute_walk.read(file, model, filepath)
         if compile and config.get("compile_config"):
             compile_config.compile_from_keras(model, config["compile_config"], custom_objects,
                                               filepath)
             compile_config.assign_optimizer(model, h5_weights.read_vars(file, "optimizer/vars"),
                                             filepath)
     return model
+
+
+def _known(config, custom_objects):
+    with custom_object_scope(custom_objects):
+        return find_class(config["class_name"], config.get("registered_name"),
+                          config.get("module")) is not None
 
 
 def save_keras_weights(model, filepath):
@@ -154,4 +164,4 @@ def load_keras_weights(model, filepath):
         with zipfile.ZipFile(filepath) as archive:
             source = io.BytesIO(archive.read(WEIGHTS))
     with h5py.File(source, "r") as file:
-        h5_weights.read_model(file, model, filepath)
+        attribute_walk.read(file, model, filepath)
