@@ -47,7 +47,7 @@ import numpy as np
 from hiapi.runtime import environment, threads
 from hiapi.backends.chunk_workers import workers
 from hiapi.backends.workspace import aligned, take
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 
 # Bytes of a piece's transformed input and products together (16 x tiles x (C + K) values).
 # Measured on one core, OpenBLAS's 16 GEMMs of (T x C)(C x K) and (C x T)(T x K): 104-114

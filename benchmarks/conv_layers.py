@@ -50,7 +50,7 @@ def hiapi_calls(layer, backend):
     workspaces."""
     import numpy as np
 
-    from hiapi.graph.ops import conv_geometry as geo
+    from hiapi.backends import conv_geometry as geo
     n, h, w, c, f, padding = layer
     oh, ow = (geo.output_size(s, 3, 1, 1, padding) for s in (h, w))
     rng = np.random.default_rng(0)

@@ -83,17 +83,29 @@ class CommunicationStats:
         return self.dense / self.sent if self.sent else float("nan")
 
 
+# Strategy's arguments that choose a subclass, first match wins (a pipeline x tensor grid is a
+# PipelineStrategy); the subclasses register under them (``class X(Strategy, chosen_by=...)``),
+# so this module, which they extend, imports none of them.
+SPLITS = ("pipeline_stages", "tensor_parallel")
+_split_classes: dict[str, type] = {}
+
+
 class Strategy:
-    def __new__(cls, *args, pipeline_stages=1, tensor_parallel=1, **kwargs):
+    def __init_subclass__(cls, chosen_by: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if chosen_by is not None:
+            if chosen_by not in SPLITS:
+                raise ValueError(f"{cls.__name__}: chosen_by must be one of {SPLITS}, got "
+                                 f"{chosen_by!r}")
+            _split_classes[chosen_by] = cls
+
+    def __new__(cls, *args, **kwargs):
         """``Strategy(pipeline_stages=K, ...)`` is a ``PipelineStrategy`` and
         ``Strategy(tensor_parallel=T)`` a ``TensorParallelStrategy``: one name for every way
         of splitting training, as in the user's script."""
-        if cls is Strategy and pipeline_stages != 1:
-            from hiapi.distribute.pipeline import PipelineStrategy
-            cls = PipelineStrategy
-        elif cls is Strategy and tensor_parallel != 1:
-            from hiapi.distribute.tensor_parallel import TensorParallelStrategy
-            cls = TensorParallelStrategy
+        if cls is Strategy:
+            cls = next((_split_classes[name] for name in SPLITS
+                        if kwargs.get(name, 1) != 1 and name in _split_classes), cls)
         return super().__new__(cls)
 
     def __init__(self, compression: str | Compressor | None = "none", bucket_cap_mb: float = 25,

@@ -10,6 +10,7 @@ compiled graphs (numpy, numba, cupy). This module is what Keras scripts call::
 import numpy as np
 
 from hiapi.graph.var import Var
+from hiapi.ops.core import standardize_dtype  # noqa: F401  (keras.backend has it too)
 from hiapi.config import backend  # noqa: F401
 from hiapi.runtime.settings import (  # noqa: F401
     epsilon, floatx, image_data_format, set_epsilon, set_floatx, set_image_data_format)
@@ -37,11 +38,6 @@ def int_shape(x):
     if hasattr(x, "shape"):
         return tuple(int(d) for d in x.shape)
     raise TypeError(f"int_shape: expected a tensor or an array, got {type(x).__name__}")
-
-
-def standardize_dtype(dtype):
-    from hiapi.ops.core import standardize_dtype as standardize
-    return standardize(dtype)
 
 
 def is_float_dtype(dtype):

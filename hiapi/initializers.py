@@ -108,8 +108,18 @@ def HeUniform(seed=None): return VarianceScaling(2.0, "fan_in", "uniform", seed)
 def LecunNormal(seed=None): return VarianceScaling(1.0, "fan_in", "truncated_normal", seed)
 
 
+def orthogonal(shape, dtype="float32"):
+    """Keras's ``orthogonal`` initializer (gain 1): the Q of a QR decomposition of a normal
+    matrix, sign-corrected so the distribution is uniform (Saxe et al. 2013)."""
+    rows, cols = shape[0], int(np.prod(shape[1:]))
+    flat = _random.generator().normal(size=(max(rows, cols), min(rows, cols)))
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    q = q.T if rows < cols else q
+    return q[:rows, :cols].reshape(shape).astype(dtype)
+
+
 def Orthogonal(seed=None):
-    from hiapi.layers.recurrent import orthogonal
     return orthogonal
 
 

@@ -12,7 +12,7 @@ from hiapi.hints import (ActivationLike, ConstraintLike, DataFormat, Initializer
                          IntOrSequence, RegularizerLike)
 from hiapi import activations, constraints, initializers, regularizers
 from hiapi.graph import ops
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 from hiapi.layers.data_format import check_data_format
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer

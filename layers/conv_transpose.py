@@ -15,7 +15,7 @@ from typing import Any
 from hiapi.hints import (ActivationLike, ConstraintLike, DataFormat, InitializerLike,
                          IntOrSequence, RegularizerLike)
 from hiapi.graph import ops
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 from hiapi.layers.conv import _Conv
 
 

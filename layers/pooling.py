@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 from hiapi.hints import DataFormat, IntOrSequence
 from hiapi.graph import ops
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
 

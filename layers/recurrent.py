@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from hiapi.hints import ActivationLike, ConstraintLike, InitializerLike, RegularizerLike
 from hiapi import activations, constraints, initializers, regularizers
@@ -233,16 +232,4 @@ class GRU(_RNN):
 
 
 def _orthogonal_or(initializer):
-    return orthogonal if initializer == "orthogonal" else initializer
-
-
-def orthogonal(shape, dtype="float32"):
-    """Keras's ``orthogonal`` initializer (gain 1): the Q of a QR decomposition of a normal
-    matrix, sign-corrected so the distribution is uniform (Saxe et al. 2013)."""
-    from hiapi import random as _random
-    rows, cols = shape[0], int(np.prod(shape[1:]))
-    flat = _random.generator().normal(size=(max(rows, cols), min(rows, cols)))
-    q, r = np.linalg.qr(flat)
-    q *= np.sign(np.diag(r))
-    q = q.T if rows < cols else q
-    return q[:rows, :cols].reshape(shape).astype(dtype)
+    return initializers.orthogonal if initializer == "orthogonal" else initializer

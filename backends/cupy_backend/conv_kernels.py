@@ -19,10 +19,10 @@ import cupy
 import cupyx
 from cupy.lib.stride_tricks import as_strided
 
-from hiapi.backends.cupy_backend import backend
+from hiapi.backends.cupy_backend.registry import backend
 from hiapi.backends.numpy_backend.pool_kernels import avg_pool_kernels
 from hiapi.backends.workspace import aligned, take
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 
 register = backend.register
 

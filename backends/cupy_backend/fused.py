@@ -17,7 +17,7 @@ import math
 import cupy
 import numpy as np
 
-from hiapi.backends.cupy_backend import backend
+from hiapi.backends.cupy_backend.registry import backend
 from hiapi.backends.workspace import aligned, take
 
 # the C++ type kernel code uses for each dtype (cupy's names; float16 is cupy's half class)

@@ -11,7 +11,7 @@ import cupy
 import numpy as np
 
 from hiapi.backends import array_kernels
-from hiapi.backends.cupy_backend import backend
+from hiapi.backends.cupy_backend.registry import backend
 from hiapi.backends.cupy_backend.fused import run_steps
 
 register = backend.register

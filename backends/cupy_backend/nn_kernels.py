@@ -9,7 +9,8 @@ import cupy
 import cupyx
 import numpy as np
 
-from hiapi.backends.cupy_backend import backend
+from hiapi.backends.cupy_backend.registry import backend
+from hiapi.backends.kernel_errors import gather_range_error
 
 register = backend.register
 
@@ -103,7 +104,6 @@ def gather(out, table, indices, where):
 
 def _gather_error(status, where, rows):
     """The numpy kernel's message for the lowest negative or the highest too-large index."""
-    from hiapi.graph.ops.nn import gather_range_error
     low, high = int(status[0]), int(status[1])
     if low >= 0 and high < rows:
         return None
@@ -117,7 +117,7 @@ def scatter_add(out, updates, indices, like):
     cupyx.scatter_add(out, indices, updates)
 
 
-# hiapi.graph.ops.random.splitmix64_uniform as one kernel: z = index + seed * C1 + counter * C2
+# hiapi.backends.splitmix.splitmix64_uniform as one kernel: z = index + seed * C1 + counter * C2
 # (mod 2**64), SplitMix64's mixer, the top 24 bits scaled to [0, 1). The counter is read on the
 # device, so a dropout layer costs no device-to-host read per step.
 _SPLITMIX64 = cupy.ElementwiseKernel(

@@ -20,13 +20,7 @@ from hiapi.runtime import threads  # noqa: E402
 
 threads.apply()    # numba's pool to the budget, now that numba is loaded
 
-from hiapi.backends.base import Backend
-from hiapi.backends.numpy_backend import backend as numpy_backend
-
-backend = Backend()
-backend.name = "numba"
-backend.kernels.update(numpy_backend.kernels)
-backend.scratch.update(numpy_backend.scratch)
+from hiapi.backends.numba_backend.registry import backend  # noqa: E402
 
 # overrides of the numpy kernels
 from hiapi.backends.numba_backend import conv, fused, gather, image, pooling  # noqa: E402,F401

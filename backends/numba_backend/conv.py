@@ -11,7 +11,7 @@ from types import FunctionType
 
 from numba import njit, prange
 
-from hiapi.backends.numba_backend import backend
+from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend.im2col import register_conv_kernels
 
 

@@ -9,7 +9,7 @@ kernel happens in the same loop, and a bad label raises the same message.
 import numpy as np
 from numba import njit
 
-from hiapi.backends.numba_backend import backend
+from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend import backend as numpy_backend
 
 

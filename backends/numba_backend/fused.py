@@ -20,7 +20,7 @@ import numpy as np
 
 from hiapi.runtime import environment
 from hiapi.runtime.atomic import atomic_write
-from hiapi.backends.numba_backend import backend
+from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend.fused_kernel import fused_elementwise as numpy_fused
 from hiapi.backends.numpy_backend.fused_kernel import program_scratch as numpy_scratch
 

@@ -8,7 +8,8 @@ row copied, so it lives in the loop instead of a separate min/max pass over the 
 import numpy as np
 from numba import njit
 
-from hiapi.backends.numba_backend import backend
+from hiapi.backends.numba_backend.registry import backend
+from hiapi.backends.kernel_errors import gather_range_error
 
 
 @njit(cache=True)
@@ -31,5 +32,4 @@ def gather(out, table, indices, where):
     flat = indices.reshape(-1)
     bad = _gather_rows(table.reshape(rows, cols), flat, out.reshape(flat.shape[0], cols))
     if bad >= 0:
-        from hiapi.graph.ops.nn import gather_range_error
         raise ValueError(gather_range_error(where, flat[bad], rows))

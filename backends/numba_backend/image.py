@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit, prange
 
 from hiapi.backends.image_kernels import source_points
-from hiapi.backends.numba_backend import backend
+from hiapi.backends.numba_backend.registry import backend
 
 _MODES = {"constant": 0, "nearest": 1, "wrap": 2, "mirror": 3, "reflect": 4}
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
-from hiapi.backends.numba_backend import backend
+from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend import backend as numpy_backend
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))     # float16: numpy sums it otherwise

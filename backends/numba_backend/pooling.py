@@ -11,8 +11,8 @@ input element once instead of zeroing and adding.
 import numpy as np
 from numba import njit, prange
 
-from hiapi.backends.numba_backend import backend
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends.numba_backend.registry import backend
+from hiapi.backends import conv_geometry as geo
 
 
 @njit(cache=True, inline="always")

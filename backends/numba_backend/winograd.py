@@ -7,7 +7,7 @@ are serial and release the GIL: the pieces of tiles themselves run on hiapi's th
 import numpy as np
 from numba import njit
 
-from hiapi.backends.numba_backend import backend
+from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.winograd import Transforms, register_winograd
 
 

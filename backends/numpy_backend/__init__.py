@@ -2,11 +2,7 @@
 
 Every other backend is tested against this one, so clarity wins over speed here.
 """
-from hiapi.backends.base import Backend
-
-backend = Backend()
-backend.name = "numpy"
-
+from hiapi.backends.numpy_backend.registry import backend
 from hiapi.backends.numpy_backend import kernels  # noqa: E402,F401  (registers the kernels)
 from hiapi.backends.numpy_backend import conv_kernels, pool_kernels  # noqa: E402,F401
 from hiapi.backends.numpy_backend import fused_kernel, gemm_kernel  # noqa: E402,F401

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from hiapi.backends.numpy_backend import backend
+from hiapi.backends.numpy_backend.registry import backend
 from hiapi.backends.workspace import ALIGN, aligned, take
 
 CHUNK_BYTES = 1 << 18       # per step; a few steps' chunks fit in L2

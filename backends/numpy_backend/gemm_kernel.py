@@ -3,7 +3,7 @@ pass), on the numpy and numba backends alike."""
 import numpy as np
 
 from hiapi.backends import blas, gemm_bands
-from hiapi.backends.numpy_backend import backend
+from hiapi.backends.numpy_backend.registry import backend
 
 
 @backend.register("gemm")

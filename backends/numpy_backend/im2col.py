@@ -32,7 +32,7 @@ from hiapi.runtime import threads
 from hiapi.backends import gemm_bands
 from hiapi.backends.chunk_workers import workers
 from hiapi.backends.workspace import aligned, take
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 
 Geometry = namedtuple("Geometry", "n h w c kh kw sh sw dh dw top left oh ow")
 

@@ -4,7 +4,9 @@ import math
 import numpy as np
 
 from hiapi.backends import array_kernels, gemm_bands
-from hiapi.backends.numpy_backend import backend
+from hiapi.backends.numpy_backend.registry import backend
+from hiapi.backends.kernel_errors import gather_range_error
+from hiapi.backends.splitmix import splitmix64_uniform, splitmix64_uniform_into
 
 register = backend.register
 array_kernels.register(backend)        # shape ops, identity, pad: shared with cupy
@@ -99,7 +101,6 @@ def one_hot(out, indices, depth, dtype):
 def gather(out, table, indices, where):
     rows = table.shape[0]
     if indices.size and (indices.min() < 0 or indices.max() >= rows):
-        from hiapi.graph.ops.nn import gather_range_error
         bad = indices[(indices < 0) | (indices >= rows)].flat[0]
         raise ValueError(gather_range_error(where, bad, rows))
     # checked above, so "clip" changes nothing; it spares numpy's buffered copy for "raise"
@@ -119,7 +120,6 @@ def concatenate(out, *xs, axis):
 
 @register("random_uniform")
 def random_uniform(out, like, counter, seed):
-    from hiapi.graph.ops.random import splitmix64_uniform, splitmix64_uniform_into
     if out.flags.c_contiguous:          # planned buffers are: bounded temporaries, in chunks
         splitmix64_uniform_into(out, seed, int(counter))
     else:

@@ -2,10 +2,10 @@
 that neither overlap nor need padding take a faster reshape path."""
 import numpy as np
 
-from hiapi.backends.numpy_backend import backend
+from hiapi.backends.numpy_backend.registry import backend
 from hiapi.backends.workspace import aligned, take
 from hiapi.backends.numpy_backend.im2col import geometry, windows
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 
 register = backend.register
 

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from hiapi.backends.numpy_backend import backend
+from hiapi.backends.numpy_backend.registry import backend
 from hiapi.backends.workspace import aligned, take
 
 PIECE_BYTES = 1 << 18

@@ -11,6 +11,7 @@ list the tuner times and are what ``predict``/``Strategy.explain()`` report. The
 are agreed over ranks too, so every rank picks the same algorithm for the same size.
 """
 from hiapi.distribute.algorithms.base import AllreduceAlgorithm
+from hiapi.distribute.algorithms.candidates import candidate_algorithms
 from hiapi.distribute.algorithms.cost_model import measure
 from hiapi.distribute.algorithms.tuner import SHORTLIST, Tuner, size_class
 
@@ -20,7 +21,6 @@ class AutoAllreduce(AllreduceAlgorithm):
 
     def __init__(self, comm, native_comm=None, candidates=None, costs=None, tuner=None):
         super().__init__(comm)
-        from hiapi.distribute.algorithms import candidate_algorithms
         self.candidates = candidates or candidate_algorithms(comm, native_comm)
         if self.candidates[0].name != "native":
             raise ValueError(f"auto allreduce: the first candidate must be native (the one "

@@ -67,7 +67,7 @@ class StageOwnership(sharding.OptimizerSharding):
         return [self.stage_of[id(v)] for v in variables]
 
 
-class PipelineStrategy(Strategy):
+class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
     def __init__(self, pipeline_stages=2, micro_batches=None, schedule="1f1b",
                  pipeline_split=None, tensor_parallel=1, communicator=None,
                  algorithm="native"):

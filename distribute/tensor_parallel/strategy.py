@@ -88,7 +88,7 @@ class SlicedOptimizerState:
                 optimizer.get_slot(whole, slot_name).assign(value)
 
 
-class TensorParallelStrategy(Strategy):
+class TensorParallelStrategy(Strategy, chosen_by="tensor_parallel"):
     def __init__(self, tensor_parallel=2, communicator=None, algorithm="native"):
         super().__init__(communicator=communicator, algorithm=algorithm)
         parts = int(tensor_parallel)

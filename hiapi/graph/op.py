@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hiapi.graph.op_namespace import ops
 from hiapi.graph.var import Var
 
 
@@ -69,8 +70,7 @@ def as_var(value, dtype=None):
         return value
     if isinstance(getattr(value, "read", None), Var):
         return value.read         # a Variable: its value in the graph, not a frozen copy
-    from hiapi.graph.ops.sources import constant
-    return constant(value, dtype)
+    return ops.constant(value, dtype)
 
 
 def broadcast_shapes(op_name, *shapes):

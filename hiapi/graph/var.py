@@ -12,6 +12,8 @@ dictionary keys in autodiff and scheduling.
 """
 import numpy as np
 
+from hiapi.graph.op_namespace import ops
+
 
 class Var:
     __slots__ = ("op", "inputs", "shape", "dtype", "name", "recompute", "_keras_history",
@@ -49,47 +51,42 @@ class Var:
     __array_ufunc__ = None
 
     # numpy-style operators; imported lazily to keep var.py free of op definitions
-    def __add__(self, other): return _ops().add(self, other)
-    def __radd__(self, other): return _ops().add(other, self)
-    def __sub__(self, other): return _ops().subtract(self, other)
-    def __rsub__(self, other): return _ops().subtract(other, self)
-    def __mul__(self, other): return _ops().multiply(self, other)
-    def __rmul__(self, other): return _ops().multiply(other, self)
-    def __truediv__(self, other): return _ops().divide(self, other)
-    def __rtruediv__(self, other): return _ops().divide(other, self)
-    def __pow__(self, other): return _ops().power(self, other)
-    def __rpow__(self, other): return _ops().power(other, self)
-    def __matmul__(self, other): return _ops().matmul(self, other)
-    def __rmatmul__(self, other): return _ops().matmul(other, self)
-    def __neg__(self): return _ops().negative(self)
-    def __getitem__(self, key): return _ops().getitem(self, key)
-    def __gt__(self, other): return _ops().greater(self, other)
-    def __ge__(self, other): return _ops().greater_equal(self, other)
-    def __lt__(self, other): return _ops().less(self, other)
-    def __le__(self, other): return _ops().less_equal(self, other)
+    def __add__(self, other): return ops.add(self, other)
+    def __radd__(self, other): return ops.add(other, self)
+    def __sub__(self, other): return ops.subtract(self, other)
+    def __rsub__(self, other): return ops.subtract(other, self)
+    def __mul__(self, other): return ops.multiply(self, other)
+    def __rmul__(self, other): return ops.multiply(other, self)
+    def __truediv__(self, other): return ops.divide(self, other)
+    def __rtruediv__(self, other): return ops.divide(other, self)
+    def __pow__(self, other): return ops.power(self, other)
+    def __rpow__(self, other): return ops.power(other, self)
+    def __matmul__(self, other): return ops.matmul(self, other)
+    def __rmatmul__(self, other): return ops.matmul(other, self)
+    def __neg__(self): return ops.negative(self)
+    def __getitem__(self, key): return ops.getitem(self, key)
+    def __gt__(self, other): return ops.greater(self, other)
+    def __ge__(self, other): return ops.greater_equal(self, other)
+    def __lt__(self, other): return ops.less(self, other)
+    def __le__(self, other): return ops.less_equal(self, other)
     __hash__ = object.__hash__
 
     @property
     def T(self):
-        return _ops().transpose(self)
+        return ops.transpose(self)
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return _ops().reshape(self, shape)
+        return ops.reshape(self, shape)
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-        return _ops().transpose(self, axes or None)
+        return ops.transpose(self, axes or None)
 
-    def sum(self, axis=None, keepdims=False): return _ops().sum(self, axis, keepdims)
-    def mean(self, axis=None, keepdims=False): return _ops().mean(self, axis, keepdims)
-    def max(self, axis=None, keepdims=False): return _ops().max(self, axis, keepdims)
-    def astype(self, dtype): return _ops().cast(self, dtype)
+    def sum(self, axis=None, keepdims=False): return ops.sum(self, axis, keepdims)
+    def mean(self, axis=None, keepdims=False): return ops.mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return ops.max(self, axis, keepdims)
+    def astype(self, dtype): return ops.cast(self, dtype)
 
 
 _watchers: list = []      # lists that collect every Var made while they are in here
-
-
-def _ops():
-    from hiapi.graph import ops
-    return ops

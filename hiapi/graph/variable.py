@@ -7,12 +7,12 @@ run, so a step always reads the values from before the step.
 """
 import numpy as np
 
+from hiapi.backends import get_backend
 from hiapi.graph.ops.sources import Read
 
 
 class Variable:
     def __init__(self, value, name=None, trainable=True, dtype=None):
-        from hiapi.backends import get_backend
         backend = get_backend()
         array = np.asarray(value, dtype=dtype)
         self.value = backend.asarray(np.array(array, copy=True))
@@ -30,7 +30,6 @@ class Variable:
     def value(self, array):
         # a host array set from outside (set_weights, a user) goes to the device the steps
         # run on; on the CPU backends this is the array itself, not a copy
-        from hiapi.backends import get_backend
         self._value = get_backend().asarray(array)
 
     @property
@@ -42,7 +41,6 @@ class Variable:
         return np.dtype(self.value.dtype)
 
     def numpy(self):
-        from hiapi.backends import get_backend
         return get_backend().to_numpy(self.value).copy()
 
     def assign(self, value):
@@ -51,7 +49,6 @@ class Variable:
         if array.shape != self.shape:
             raise ValueError(f"Variable {self.name!r}: cannot assign a value of shape "
                              f"{array.shape}, the variable has shape {self.shape}")
-        from hiapi.backends import get_backend
         get_backend().copy_into(self.value, array.astype(self.dtype, copy=False))
 
     def __repr__(self):

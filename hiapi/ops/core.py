@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from hiapi import backend as _backend
+from hiapi.runtime.settings import floatx
 from hiapi.graph import ops as O
 from hiapi.graph.op import as_var
 from hiapi.graph.var import Var
@@ -69,7 +69,7 @@ def convert_to_tensor(x, dtype=None, sparse=None):
         return np.asarray(x)
     array = np.asarray(x)
     if array.dtype == np.float64:
-        return array.astype(_backend.floatx())
+        return array.astype(floatx())
     if array.dtype == np.int64:
         return array.astype(np.int32)
     return array
@@ -93,9 +93,9 @@ def convert_to_numpy(x):
 def standardize_dtype(dtype):
     """A dtype name from a name, numpy dtype or Python type (None gives floatx)."""
     if dtype is None:
-        return _backend.floatx()
+        return floatx()
     if dtype is float:
-        return _backend.floatx()
+        return floatx()
     if dtype is int:
         return "int64"
     try:

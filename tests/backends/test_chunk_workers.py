@@ -86,7 +86,7 @@ def test_forward_is_bitwise_the_same_on_one_and_two_threads(backend, padding, st
 
 
 def _out_hw(hw, padding, strides):
-    from hiapi.graph.ops import conv_geometry as geo
+    from hiapi.backends import conv_geometry as geo
     return tuple(geo.output_size(s, 3, st, 1, padding) for s, st in zip(hw, strides))
 
 

@@ -324,7 +324,7 @@ def test_out_of_range_sparse_label_fails_as_on_numpy(restore_backend):
 @needs_gpu
 def test_dropout_masks_equal_the_cpu_ones(restore_backend):
     import cupy
-    from hiapi.graph.ops.random import splitmix64_uniform
+    from hiapi.backends.splitmix import splitmix64_uniform
 
     def masks(backend_name):
         backends.set_backend(backend_name)

@@ -159,7 +159,7 @@ def test_a_step_allocates_no_array_memory_outside_the_plan(on_backend):
 
 @pytest.mark.parametrize("shape", [(), (5,), (3, 40_000), (70_001,)])
 def test_chunked_random_numbers_are_the_reference_ones(shape):
-    from hiapi.graph.ops.random import splitmix64_uniform, splitmix64_uniform_into
+    from hiapi.backends.splitmix import splitmix64_uniform, splitmix64_uniform_into
     out = np.empty(shape, np.float32)
     splitmix64_uniform_into(out, 7, 3, chunk=1000)
     assert out.tobytes() == splitmix64_uniform(np, shape, 7, 3).tobytes()

@@ -11,7 +11,7 @@ from test_image_ops import reference as resample
 
 import hiapi
 from hiapi import layers
-from hiapi.graph.ops.random import splitmix64_uniform
+from hiapi.backends.splitmix import splitmix64_uniform
 
 RNG = np.random.default_rng(5)
 

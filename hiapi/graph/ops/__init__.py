@@ -24,3 +24,7 @@ from hiapi.graph.ops.image import image_transform, image_transform_grad
 from hiapi.graph.ops.random import random_normal, random_uniform
 from hiapi.graph.ops.composite import argmin, clip, min, prod, stack, std, var
 from hiapi.graph.ops.indexing import getitem
+
+from hiapi.graph import op_namespace  # noqa: E402
+
+op_namespace.fill(globals())    # what Var's operators and the families' gradients build with

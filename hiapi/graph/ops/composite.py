@@ -8,7 +8,7 @@ an element is zero (unlike ``y / x``), no log/exp round trip.
 """
 import math
 
-from hiapi.graph import ops as O
+from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.op import as_var, normalize_axes
 
 

@@ -9,7 +9,7 @@ and the gradients of those two are again conv2d, conv2d_input_grad and conv2d_fi
 1-D convolution is this op on a height-1 image (see ``hiapi.layers.Conv1D``).
 """
 from hiapi.graph.op import Op, as_var, result_dtype
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 
 
 class _ConvBase(Op):

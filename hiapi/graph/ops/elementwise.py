@@ -5,7 +5,7 @@ b of shape (n,) and x of shape (batch, n) gives b a gradient of shape (n,).
 """
 import numpy as np
 
-from hiapi.graph import ops as O
+from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.op import Op, as_vars, broadcast_shapes, require_float, result_dtype
 
 

@@ -1,7 +1,7 @@
 """``x[key]`` on symbolic tensors: basic numpy indexing (integers, step-1 slices, ``None``,
 ``...``) lowered to slice, squeeze and expand_dims, so custom layers can write ``x[:, 0]`` or
 ``mask[..., None]`` as they would with Keras tensors."""
-from hiapi.graph import ops as O
+from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.ops.array import Slice
 
 

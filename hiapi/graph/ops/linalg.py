@@ -1,5 +1,5 @@
 """Matrix product with numpy's ``matmul`` semantics (leading dimensions broadcast)."""
-from hiapi.graph import ops as O
+from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.op import Op, as_vars, broadcast_shapes, result_dtype
 
 

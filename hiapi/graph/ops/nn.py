@@ -7,7 +7,7 @@ simple and is written with ops, so second derivatives still work.
 """
 import numpy as np
 
-from hiapi.graph import ops as O
+from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.op import Op, as_var, normalize_axes, require_float
 
 
@@ -89,9 +89,9 @@ class OneHot(Op):
 class Gather(Op):
     """``table[indices]`` along axis 0 (an embedding lookup).
 
-    Every kernel rejects an index outside ``[0, len(table))`` with ``gather_range_error``:
-    numpy would read a negative index from the end of the table and train on it. ``where``
-    names the caller (e.g. the Embedding layer) in that message."""
+    Every kernel rejects an index outside ``[0, len(table))`` with the same message
+    (``backends/kernel_errors.py``): numpy would read a negative index from the end of the
+    table and train on it. ``where`` names the caller (e.g. the Embedding layer) in it."""
     name = "gather"
 
     def __init__(self, where="gather"):
@@ -109,12 +109,6 @@ class Gather(Op):
     def grad(self, inputs, y, g):
         table, indices = inputs
         return [scatter_add_like(g, indices, table), None]
-
-
-def gather_range_error(where, bad, rows):
-    """The message every backend's gather kernel raises for an out-of-range index."""
-    return (f"{where}: index {bad} is out of range; valid indices are [0, {rows}) for a "
-            f"table of {rows} rows")
 
 
 class ScatterAdd(Op):

@@ -7,7 +7,7 @@ graph too. Average pooling with "same" padding divides by the number of real (un
 elements in each window, like Keras.
 """
 from hiapi.graph.op import Op, as_var
-from hiapi.graph.ops import conv_geometry as geo
+from hiapi.backends import conv_geometry as geo
 
 
 class _Pool(Op):

@@ -1,7 +1,7 @@
 """Reductions (sum, max, argmax), the element count, and broadcasting back for their gradients."""
 import numpy as np
 
-from hiapi.graph import ops as O
+from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.op import Op, as_var, broadcast_shapes, normalize_axes
 
 

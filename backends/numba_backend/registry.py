@@ -1,0 +1,10 @@
+"""The numba backend's ``Backend`` object, which its kernel modules register into (a module of
+its own so that they import it from below the package, which imports them): it starts from
+every numpy kernel, which the numba modules then override."""
+from hiapi.backends.base import Backend
+from hiapi.backends.numpy_backend import backend as numpy_backend
+
+backend = Backend()
+backend.name = "numba"
+backend.kernels.update(numpy_backend.kernels)
+backend.scratch.update(numpy_backend.scratch)
