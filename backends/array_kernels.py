@@ -2,6 +2,7 @@
 alike: the shape ops (views), the identity ops, padding and the broadcast/unbroadcast pair.
 ``register(backend)`` adds them to a backend's registry; the numpy and cupy backends share
 them rather than keeping two copies that could drift apart."""
+import numpy as np
 
 
 def identity(x):
@@ -58,10 +59,23 @@ def sum_like(out, g, like):
     out[...] = total.reshape(out.shape)
 
 
+def integral_indices(out, x, where):
+    """Float class labels as integers. A label with a fraction, or not finite, is refused with
+    its value: truncating it would train on the wrong class without a word."""
+    with np.errstate(invalid="ignore"):           # inf % 1 is nan: refused just below
+        bad = (x % 1) != 0
+    if bad.any():
+        value = float(x[bad].ravel()[0])
+        raise ValueError(f"{where}: class labels must be whole numbers (floats such as 3.0 "
+                         f"are accepted); got {value!r}")
+    out[...] = x
+
+
 KERNELS = {"identity": identity, "stop_gradient": identity, "custom_gradient": pass_first,
            "reshape": reshape,
            "transpose": transpose, "expand_dims": expand_dims, "squeeze": squeeze,
-           "slice": slice_, "concat_piece": concat_piece, "pad": pad, "broadcast_like": broadcast_like, "sum_like": sum_like}
+           "slice": slice_, "concat_piece": concat_piece, "pad": pad, "broadcast_like": broadcast_like, "sum_like": sum_like,
+           "integral_indices": integral_indices}
 
 
 def register(backend):

@@ -10,6 +10,7 @@ from typing import Any, Callable, Final
 import numpy as np
 
 from hiapi.hints import DTypeLike
+from hiapi.ops.nn import class_indices
 from hiapi.losses import functions
 from hiapi.losses.loss import LossFunctionWrapper, Reduction
 from hiapi.losses.shapes import shape_text
@@ -181,10 +182,4 @@ class SparseCategoricalCrossentropy(_Builtin):
     def prepare_labels(self, y):
         """Integer labels, shape kept: metrics see the labels as given (as in Keras), the loss
         drops a trailing axis of size 1 itself."""
-        y = np.asarray(y)
-        if y.dtype.kind == "f" and y.size and not np.all(np.mod(y, 1) == 0):
-            raise ValueError(f"{self.name}: labels must be integer class indices, got "
-                             f"non-integer values such as {y[np.mod(y, 1) != 0].flat[0]}")
-        if y.dtype.kind not in "iuf":
-            raise TypeError(f"{self.name}: labels must be integers, got dtype {y.dtype}")
-        return y.astype(np.int64, copy=False)
+        return class_indices(y, self.name)

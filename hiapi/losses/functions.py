@@ -259,7 +259,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
             f"sparse_categorical_crossentropy: labels of shape {shape_text(y_true.shape)} do not "
             f"fit predictions of shape {shape_text(y_pred.shape)}: expected integer class labels "
             f"of shape {shape_text(expected)} (for one-hot labels use categorical_crossentropy)")
-    labels = ops.cast(y_true, "int64")
+    labels = ops.class_indices(y_true, "sparse_categorical_crossentropy")
     keep = None
     if ignore_class is not None:
         keep = ops.not_equal(labels, int(ignore_class))

@@ -38,7 +38,7 @@ def _class_labels(y_true, y_pred):
     """Integer labels shaped like ``y_pred`` without its last axis."""
     if len(y_true.shape) == len(y_pred.shape) and y_true.shape[-1] == 1:
         y_true = ops.squeeze(y_true, -1)
-    return ops.cast(y_true, "int64")
+    return ops.class_indices(y_true, "sparse categorical metric")
 
 
 @loss_function

@@ -7,6 +7,7 @@ when the probabilities come straight from a softmax/sigmoid, as the built-in los
 import numpy as np
 
 from hiapi import activations
+from hiapi.backends.array_kernels import integral_indices
 from hiapi.graph import ops as O
 from hiapi.ops.core import eager_array, is_symbolic, standardize_dtype
 from hiapi.runtime.settings import epsilon
@@ -78,10 +79,21 @@ def one_hot(x, num_classes, axis=-1, dtype=None):
     dtype = standardize_dtype(dtype)
     if is_symbolic(x):
         return O.one_hot(x, num_classes, dtype)
-    x = np.asarray(x)
-    if x.dtype.kind not in "iu":
-        raise TypeError(f"one_hot: indices must be integers, got dtype {x.dtype.name}")
+    x = class_indices(x, "one_hot")
     return (x[..., None] == np.arange(num_classes)).astype(dtype)
+
+
+def class_indices(x, where="labels"):
+    """Integer class labels as int64; floats that hold whole numbers are accepted (Keras casts
+    them), others refused with the value (the one check, shared with the graph's kernel)."""
+    x = np.asarray(x)
+    if x.dtype.kind == "f":
+        out = np.empty(x.shape, np.int64)
+        integral_indices(out, x, where)
+        return out
+    if x.dtype.kind not in "iub":
+        raise TypeError(f"{where}: class labels must be numbers, got dtype {x.dtype.name}")
+    return x.astype(np.int64, copy=False)
 
 
 def categorical_crossentropy(target, output, from_logits=False, axis=-1):
@@ -101,14 +113,15 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
 
 def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     """``categorical_crossentropy`` with integer class labels instead of one-hot rows."""
-    _last_axis("sparse_categorical_crossentropy", output, axis)
+    where = "sparse_categorical_crossentropy"
+    _last_axis(where, output, axis)
     if is_symbolic(target, output):
         logits = _logits(output, from_logits)
         if logits is not None:
-            return O.sparse_softmax_cross_entropy(logits, O.cast(target, "int64"))
-        return categorical_crossentropy(O.one_hot(O.cast(target, "int64"), output.shape[-1],
-                                                  output.dtype), output)
-    target = np.asarray(target).astype(np.int64)
+            return O.sparse_softmax_cross_entropy(logits, O.class_indices(target, where))
+        return categorical_crossentropy(O.one_hot(O.class_indices(target, where),
+                                                  output.shape[-1], output.dtype), output)
+    target = class_indices(target, where)
     output = np.asarray(output)
     return categorical_crossentropy(one_hot(target, output.shape[-1], dtype=output.dtype),
                                     output, from_logits)

@@ -13,8 +13,8 @@ from hiapi.graph.ops.reduce import (argmax, broadcast_like, max, mean, size, sum
 from hiapi.graph.ops.shape import (expand_dims, identity, reshape, reshape_like, squeeze, swapaxes,
                                    transpose)
 from hiapi.graph.ops.linalg import gemm, matmul
-from hiapi.graph.ops.nn import (gather, log_softmax, one_hot, scatter_add_like, softmax,
-                                softmax_cross_entropy, sparse_softmax_cross_entropy)
+from hiapi.graph.ops.nn import (class_indices, gather, log_softmax, one_hot, scatter_add_like,
+                                softmax, softmax_cross_entropy, sparse_softmax_cross_entropy)
 from hiapi.graph.ops.conv import conv2d, conv2d_filter_grad, conv2d_input_grad
 from hiapi.graph.ops.pool import (avg_pool2d, avg_pool_grad, max_pool2d, max_pool_gather,
                                   max_pool_scatter)

@@ -86,6 +86,22 @@ class OneHot(Op):
         return [None]
 
 
+class IntegralIndices(Op):
+    """Float class labels to int64 indices, refusing any that is not a whole number at run
+    time (the values are not known when the graph is built); ``where`` names the caller."""
+    name = "integral_indices"
+
+    def __init__(self, where="labels"):
+        self.where = str(where)
+
+    def infer(self, x):
+        require_float(self.where, x)
+        return x.shape, np.dtype("int64")
+
+    def grad(self, inputs, y, g):
+        return [None]
+
+
 class Gather(Op):
     """``table[indices]`` along axis 0 (an embedding lookup).
 
@@ -128,11 +144,27 @@ def softmax_cross_entropy(logits, labels):
 
 
 def sparse_softmax_cross_entropy(logits, labels):
-    return SparseSoftmaxCrossEntropy()(as_var(logits), as_var(labels))
+    labels = as_var(labels)
+    if labels.dtype.kind == "f":
+        labels = IntegralIndices("sparse_softmax_cross_entropy")(labels)
+    return SparseSoftmaxCrossEntropy()(as_var(logits), labels)
+
+
+def class_indices(labels, where="labels"):
+    """``labels`` as int64 class indices: integers cast, floats that hold whole numbers
+    (``y.astype("float32")``, common in Keras code) converted, any other float refused at run
+    time with its value."""
+    labels = as_var(labels)
+    if labels.dtype.kind == "f":
+        return IntegralIndices(where)(labels)
+    return O.cast(labels, "int64")
 
 
 def one_hot(indices, depth, dtype="float32"):
-    return OneHot(depth, dtype)(as_var(indices))
+    indices = as_var(indices)
+    if indices.dtype.kind == "f":
+        indices = IntegralIndices("one_hot")(indices)
+    return OneHot(depth, dtype)(indices)
 
 
 def gather(table, indices, where="gather"):
