@@ -4,7 +4,7 @@ Why: OpenBLAS splits a GEMM differently for 1 and 2 threads, and the last bit of
 changes with the split (measured on this machine's OpenBLAS 0.3.31, SkylakeX kernels: in
 ``(128x784) @ (784x512)``, the first Dense layer of ``examples/mnist_mlp.py``, 52,414 of the
 65,536 elements differ between 1 and 2 threads). A seeded run's weights would then depend on
-how many threads ran, so fit's thread tuner (``hiapi.runtime.thread_tuner``), which changes the count
+how many threads ran, so the thread tuner (``hiapi.runtime.thread_tuner``), which changes the count
 with the load, had to stay off in seeded runs: almost every Keras script.
 
 So hiapi splits the product itself, the way the convolution forward already does
@@ -16,9 +16,10 @@ threads give the same bits (tested, ``tests/backends/test_gemm_bands.py``). Whet
 elements equal those of the whole product does not matter, and is not always so: OpenBLAS's
 small-matrix kernels take over for bands like ``64x1024 @ 1024x10`` and sum in another order.
 
-Only where the count can change: the bands start when fit's thread tuner first runs in this
-process (``enable``, called by fit's ``ThreadTuning`` callback) and stay on from then (the count the tuner
-left may differ from the budget). With the count fixed -- ``HIAPI_NUM_THREADS``,
+Only where the count can change: the bands start when the thread tuner first adapts in this
+process (``enable``, registered with ``thread_tuner.when_adapting``: a step of a model is
+called, or ``fit``/``evaluate``/``predict`` starts, with a count hiapi chose) and stay on from
+then (the count the tuner left may differ from the budget). With the count fixed -- ``HIAPI_NUM_THREADS``,
 ``set_num_threads``, one thread per rank under ``mpiexec`` -- OpenBLAS splits every product the
 same way on every call, so its own threads are deterministic too, and they are faster: no
 operand packed again per band, and every core of a large machine (the bands cap one product at
@@ -36,11 +37,12 @@ from functools import lru_cache
 import numpy as np
 
 from hiapi.backends.chunk_workers import workers
+from hiapi.runtime import thread_tuner
 
 MIN_BAND = 256              # rows or columns per band, at least (a multiple of 16: BLAS tiles)
 MAX_BANDS = 16
 MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
-_enabled = False            # set for good by fit's thread tuner: see the module docstring
+_enabled = False            # set for good by the thread tuner: see the module docstring
 
 
 def enable():
@@ -51,6 +53,9 @@ def enable():
 
 def enabled():
     return _enabled
+
+
+thread_tuner.when_adapting(enable)     # products in fixed bands: the count changes no bit
 
 
 def _power_of_two_at_most(n):

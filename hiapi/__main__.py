@@ -112,8 +112,8 @@ def report():
                  f"this process's affinity mask, cgroup quota "
                  f"{hiapi.threads.cgroup_cpu_limit() or 'none'}")
     lines.append(budget.describe())
-    lines.append("fit's thread tuner: " + (
-        f"on (fit times steps with 1 to {budget.threads} threads and keeps the fastest)"
+    lines.append("thread tuner: " + (
+        f"on (each step times itself with 1 to {budget.threads} threads and keeps the fastest)"
         if hiapi.threads.adaptive() else
         "off (count fixed by the user, MPI ranks, or one CPU)"))
     lines.append("OpenBLAS idle threads: " + ("sleep after each call" if

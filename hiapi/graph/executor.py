@@ -19,6 +19,8 @@ from hiapi.graph.schedule import execution_order
 
 
 class Executable:
+    tuner = None        # a step's thread tuner (``Function(tuned=True)`` sets one)
+
     def __init__(self, inputs, outputs, updates, input_shapes, backend, memory="plan"):
         self.backend = backend
         roots = list(outputs) + [value for _, value in updates]

@@ -11,7 +11,7 @@ simply compiles (once) a second executable::
 """
 import numpy as np
 
-from hiapi.runtime import environment
+from hiapi.runtime import environment, thread_tuner
 from hiapi.backends import get_backend
 from hiapi.graph.executor import Executable
 from hiapi.graph.op import as_var
@@ -21,12 +21,14 @@ from hiapi.graph.var import Var
 
 class Function:
     def __init__(self, inputs, outputs, updates=(), name="function", memory=None,
-                 recompute=None, forward_outputs=None):
+                 recompute=None, forward_outputs=None, tuned=False):
         """``recompute``: None, "sublinear" (the smallest plan among checkpoint sets chosen
         by bytes, ``memory/checkpoints.py``), or a byte budget (the cheapest recomputation
         whose planned memory fits it). The first
         ``forward_outputs`` outputs are the forward pass (default: all outputs); everything
-        else (gradients, updates) reads recomputed copies of forward values."""
+        else (gradients, updates) reads recomputed copies of forward values. ``tuned``: each
+        compiled executable times its calls and picks the thread count for the load
+        (``hiapi.runtime.thread_tuner``; the train, test and predict steps of models)."""
         self.name = name
         self.memory = memory
         self.recompute = recompute
@@ -39,6 +41,7 @@ class Function:
         self.updates = [(variable, self._check_update(variable, value))
                         for variable, value in updates]
         self.forward_outputs = len(self.outputs) if forward_outputs is None else forward_outputs
+        self.tuned = tuned
         self._executables = {}
         self._optimized = None
         self.pass_stats = None
@@ -61,7 +64,13 @@ class Function:
         backend = get_backend()
         fed = [self._coerce(var, array, backend) for var, array in zip(self.inputs, arrays)]
         executable = self.executable(tuple(tuple(a.shape) for a in fed))
-        results = executable.run(fed)
+        tuner = executable.tuner
+        if tuner is None or not thread_tuner.adapting():
+            results = executable.run(fed)
+        else:
+            start = tuner.begin()
+            results = executable.run(fed)
+            tuner.end(start)
         return results[0] if self._single else results
 
     def executable(self, shapes):
@@ -73,6 +82,8 @@ class Function:
                 executable = self._compile(outputs, updates, shapes)
             else:
                 executable = self._compile_with_recomputation(outputs, updates, shapes)
+            # what this step learns about thread counts lives as long as it does
+            executable.tuner = thread_tuner.StepTuner() if self.tuned else None
             self._executables[shapes] = executable
         return executable
 

@@ -4,7 +4,8 @@ Each is one ``Function``. Its inputs are placeholders for the model inputs, the 
 sample weights (when given) and, for training, the optimizer's per-step inputs (learning rate,
 update number); its outputs are the losses and the metrics' additive statistics
 (``CompiledTargets.build``); the train step's updates are the optimizer's and the layers'
-(batch-norm statistics, random-number counters).
+(batch-norm statistics, random-number counters). Each picks its thread count for the load
+from its own call times (``tuned=True``: ``hiapi.runtime.thread_tuner``), whoever calls it.
 """
 from hiapi.graph import Function, grad, placeholder
 from hiapi.layers.layer import _flatten
@@ -41,12 +42,12 @@ def _loss_graph(model, xs, ys, weighted, training):
 def predict_function(model, xs):
     inputs = input_placeholders(model, xs)
     outputs, _ = _trace(model, inputs, training=False)
-    return Function(inputs, outputs, name="predict_step")
+    return Function(inputs, outputs, name="predict_step", tuned=True)
 
 
 def test_function(model, xs, ys, weighted=False):
     feeds, results, _ = _loss_graph(model, xs, ys, weighted, training=False)
-    return Function(feeds, results, name="test_step")
+    return Function(feeds, results, name="test_step", tuned=True)
 
 
 def train_function(model, xs, ys, weighted=False):
@@ -60,4 +61,4 @@ def train_function(model, xs, ys, weighted=False):
     updates = plan.get_updates(model.optimizer, gradients, params) + state.updates
     return Function(feeds + model.optimizer.step_inputs() + plan.step_inputs(), results,
                     updates, name="train_step", recompute=getattr(model, "_recompute", None),
-                    forward_outputs=len(results))
+                    forward_outputs=len(results), tuned=True)

@@ -40,7 +40,8 @@ class TracedStep:
         extra = [p for holders, _ in self.feeds for p in holders]
         updates = _checked(state.updates + record.updates, name)
         self.outputs = outputs
-        self.function = Function(list(placeholders) + extra, outputs, updates, name=name)
+        self.function = Function(list(placeholders) + extra, outputs, updates, name=name,
+                                 tuned=True)       # threads for the load, as built-in steps
 
     def run(self, arrays, plan_values=()):
         """Run on ``arrays`` (one per placeholder); returns the function's result with

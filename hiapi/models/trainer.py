@@ -18,10 +18,9 @@ from hiapi import metrics as metrics_module
 from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
-from hiapi.runtime import threads
+from hiapi.runtime import thread_tuner, threads
 from hiapi.callbacks import Callback, CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
-from hiapi.callbacks.thread_tuning import ThreadTuning
 from hiapi.callbacks import timeline
 from hiapi.models import data, steps
 from hiapi.models.data_adapters import ArrayAdapter, fit_adapters, get_adapter, warn_ran_out
@@ -240,8 +239,9 @@ class Trainer(StepMethods):
         if verbose == 2:                        # what sets CPU speed, once (runtime.threads)
             print(threads.banner(get_backend().name), flush=True)
         self.history = History()
-        hooks = list(callbacks or []) + [self.history, ThreadTuning()] + (
-            [ProgbarLogger(verbose)] if verbose else [])     # tuner: threads for the load
+        thread_tuner.refresh()      # the steps pick threads for the load, unless fixed since
+        hooks = list(callbacks or []) + [self.history] + (
+            [ProgbarLogger(verbose)] if verbose else [])
         hooks += timeline.from_environment(hooks)            # HIAPI_TIMELINE=trace.json
         hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": train_data.steps,
                                            "verbose": verbose})
@@ -309,6 +309,7 @@ class Trainer(StepMethods):
         """Loss and metrics over the data: a scalar if there are no metrics, else a list in
         ``metrics_names`` order (a dict with ``return_dict=True``)."""
         self._require_compiled("evaluate")
+        thread_tuner.refresh()      # as in fit: unless the count was fixed since
         source = get_adapter(self, x, y, sample_weight, batch_size=data.check_batch_size(
             batch_size), plan=self.distribution.evaluation_plan, steps=steps, what="evaluate")
         logs = self._run_test(source, CallbackList(callbacks or [], self, {
@@ -348,6 +349,7 @@ class Trainer(StepMethods):
         """Model outputs for ``x`` as numpy arrays (a list when the model has several);
         ``x`` may also be a generator or ``PyDataset`` (batches of x, or (x, ...) tuples).
         Each process predicts all of its data, also under a Strategy."""
+        thread_tuner.refresh()
         source = get_adapter(self, x, batch_size=data.check_batch_size(batch_size), plan=LOCAL,
                              steps=steps, what="predict", targets=False)
         predict = self._step("predict", source.first[0])

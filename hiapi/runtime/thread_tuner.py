@@ -1,40 +1,46 @@
-"""Adapting the thread count to the load while ``fit`` runs.
+"""Adapting the thread count to the load, step by step, for as long as the process runs.
 
 Why: the thread budget counts the CPUs this process may use, not how busy they are. With other
 processes on the cores, a GEMM split over two threads waits for whichever thread the scheduler
 left out, and one thread per pool is several times faster: measured on 2 cores at load ~16, the
 MLP step took 66 ms with 2 threads and 10 ms with 1; on the same machine when quiet, 2 threads
-won (4.3 vs 5.4 ms). No static number is right for both, so fit measures: it times a few steps
-with each candidate count (the budget, halves of it, 1), keeps the fastest, and measures again
-later: less often while the answer stays the same (but at least every 10 s: with one thread
-chosen, the end of the load changes no step time), at once when the step time doubles or
-halves (the load changed). A count whose first two timed steps are both twice as slow as the
-current choice is dropped from that probe: probing must not cost more than it can win.
+won (4.3 vs 5.4 ms). No static number is right for both, so the compiled steps measure: each
+one (``StepTuner``, one per compiled step: its graph, input shapes and backend) times its own
+calls with each candidate count (the budget, halves of it, 1) and keeps the fastest.
+
+What it learnt stays as long as the step does, not one ``fit`` call: a later ``fit``,
+``evaluate``, ``predict`` or ``train_on_batch`` of the same model starts from it, and a step
+seen for the first time starts from the count the last probe anywhere in the process chose.
+Probing is paid for only when something changed, measured by what the step itself costs (the
+time inside the step, not the trainer's work around it): at once when the mean of its last 16
+calls is twice or half what it was after the last probe (the load changed), and otherwise
+only rarely (with one thread chosen the end of the load changes no step time): after
+``GAP_SECONDS`` of the step's own time, doubling while the choice holds, and never before the
+steps since the last probe took 100 times what that probe cost (1 %). Issue #29 measured the
+old rule (the probing restarted with every ``fit``, and re-probed every 50-800 steps): six
+``fit(epochs=1)`` of 20 steps ran at 24 ms/step against 16 with the count fixed.
 
 How it measures, and why so. On a busy machine the scheduler gives this process time slices,
 so step times are bimodal: with 2 busy processes on 2 cores the MNIST MLP step took either
-~3.7 or ~8 ms with either thread count, depending on whether a slice ended inside it. Blocks of
-4 steps per candidate, compared by their medians, then picked whichever block fell in the
-luckier phase (the choice flipped between 1 and 2 on 5 of 12 probes), a reference taken from
-a lucky median made the next ordinary steps look like a doubling (a new probe every ~20
-steps), and a single slow step dropped a candidate. So the candidates take short turns within
-a probe (3 turns each of a settling step and 2 timed ones, so the same phases hit all of
-them; turns of single steps misjudged a quiet machine: a 2-thread step right after a 1-thread
-one was slower, and 1 thread won the probes while it ran 4 ms/step against 3), they are
-compared by the mean of their steps without the slowest one (what an epoch costs is the mean;
-one hiccup is not the load), another count replaces the choice only when 15 % faster (two
-counts within the noise flipped, and each flip restarted the probing interval), and the drift
-test compares the mean of the last 16 steps with that figure.
+~3.7 or ~8 ms with either thread count, depending on whether a slice ended inside it. So the
+candidates take short turns within a probe (up to 3 turns each of a settling step and 2 timed
+ones, so the same phases hit all of them; a 2-thread step right after a 1-thread one was
+slower), they are compared by the mean of their steps without the slowest one (what an epoch
+costs is the mean; one hiccup is not the load), and another count replaces the choice only
+when 15 % faster. A probe ends after the first turn when its answer is already clear: every
+step of each count within 20 % of each other (no time slice ended inside them) and the fastest
+count's slowest step 25 % faster than every other count's fastest; on a quiet 2-core machine
+that is 3 steps on one thread instead of 9. A count whose first two timed steps are both twice
+as slow as the current choice is dropped from that probe.
 
 It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM_THREADS``,
-``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept. It runs in seeded scripts too
-(``hiapi.utils.set_random_seed``, what almost every Keras script calls): the thread count
-changes no bit of the results, because every matrix product is cut in bands fixed by its
-shape, each a single-threaded BLAS call (``backends/gemm_bands.py``; OpenBLAS's own threads would
-split it differently for 1 and 2 threads, and a seeded run's weights would follow the timing).
-
-This floor knows no callback and no kernel: ``hiapi.callbacks.thread_tuning.ThreadTuning`` calls
-the tuner from fit's hooks and switches the fixed bands on when it runs.
+``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept (``refresh`` reads that again;
+``fit``, ``evaluate`` and ``predict`` call it when they start). It runs in seeded scripts too:
+the thread count changes no bit of the results, because while it adapts every matrix product
+is cut in bands fixed by its shape, each a single-threaded BLAS call (``backends/gemm_bands.py``
+registers that with ``when_adapting``; OpenBLAS's own threads would split it differently for 1
+and 2 threads, and a seeded run's weights would follow the timing). This floor knows no step
+and no kernel: ``hiapi.graph.Function`` calls ``begin`` and ``end`` around the steps it runs.
 """
 import time
 from collections import deque
@@ -44,13 +50,16 @@ from hiapi.runtime import threads
 
 TURNS = 3                 # turns per candidate in one probe (odd: the choice ends it)
 TURN_STEPS = 2            # timed steps per turn, after one settling step
-FIRST_INTERVAL = 50       # steps between probes; doubles while the choice holds
-MAX_INTERVAL = 800
-MAX_SECONDS = 10.0        # and at least this often: a load that went away changes no step time
-RECENT = 16               # steps whose mean is compared with the probe's
+RECENT = 16               # calls whose mean is compared with the one after the last probe
 DRIFT = 2.0               # a recent mean this many times slower or faster: probe again
 ABANDON = 2.0             # a probed count whose steps are this many times slower is dropped
-MARGIN = 0.15              # another count replaces the choice only when this much faster
+MARGIN = 0.15             # another count replaces the choice only when this much faster
+STEADY = 1.2              # a count's timed steps within this ratio: no time slice in them
+CLEAR = 1.25              # the fastest this much faster on every step: the probe may end
+GAP_SECONDS = 10.0        # step time between scheduled probes; doubles while the choice holds
+MAX_GAP_SECONDS = 160.0
+PROBE_SHARE = 0.01        # a scheduled probe costs at most this share of the time since the last
+DRIFT_SHARE = 0.10        # and one on a change of step time this share (a flickering load)
 
 
 def typical(times):
@@ -70,107 +79,139 @@ def candidates(budget):
     return counts + [1]
 
 
-class ThreadTuner:
-    """Times train steps with each candidate thread count and keeps the fastest: call
-    ``train_begin`` when training starts, ``batch_begin`` and ``batch_end`` around each train
-    step, ``train_end`` when it ends."""
+_adapting = None
+_on_adapting = []
+_last_choice = None
+
+
+def refresh():
+    """Read again whether steps adapt their thread count (``threads.adaptive``: a budget
+    hiapi chose, one process); where they do not, the pools go back to the full budget,
+    whatever a step chose before. Returns whether they adapt."""
+    global _adapting
+    _adapting = threads.adaptive()
+    if _adapting:
+        for function in _on_adapting:
+            function()
+    else:
+        threads.use(threads.budget().threads)
+    return _adapting
+
+
+def adapting():
+    """Whether steps adapt their thread count (as last read by ``refresh``)."""
+    return refresh() if _adapting is None else _adapting
+
+
+def when_adapting(function):
+    """Call ``function()`` before any step adapts (now, if they already do): how the fixed
+    GEMM bands switch on, from a floor above this one."""
+    _on_adapting.append(function)
+    if _adapting:
+        function()
+
+
+def last_choice():
+    """The count the last probe in this process chose (None before any)."""
+    return _last_choice
+
+
+class StepTuner:
+    """What one compiled step learnt about thread counts; call ``begin()`` before each call of
+    the step and ``end(start)`` after it, with what ``begin`` returned."""
 
     def __init__(self):
-        self.choice = None
-        self.probes = 0
-        self.active = False
-
-    def train_begin(self):
-        """Start tuning (True), or, where the count is not hiapi's to choose, go back to the
-        full budget whatever an earlier fit chose (False)."""
-        self.active = threads.adaptive()
-        if not self.active:
-            threads.use(threads.budget().threads)
-            return False
         self.options = candidates(threads.budget().threads)
-        self.choice = self.choice if self.choice in self.options else self.options[0]
-        self.interval, self.countdown = FIRST_INTERVAL, 1     # step 0 compiles: not timed
-        self.plan, self.times, self.reference = [], {}, None
-        self.probed_at = time.perf_counter()
-        self.recent = deque(maxlen=RECENT)
-        return True
+        self.choice = _last_choice if _last_choice in self.options else self.options[0]
+        self.countdown = 1                  # the first call compiles and warms up: not timed
+        self.gap = GAP_SECONDS
+        self.plan, self.times = [], {}
+        self.reference, self.recent = None, deque(maxlen=RECENT)
+        self.since, self.cost, self.probes = 0.0, 0.0, 0
 
-    def batch_begin(self):
-        if self.active:
-            self._start = time.perf_counter()
+    def begin(self):
+        """Switch the pools to this call's count; returns the start time."""
+        threads.use(self.plan[0][0] if self.plan else self.choice)
+        return time.perf_counter()
 
-    def batch_end(self):
-        if not self.active:
-            return
-        elapsed = time.perf_counter() - self._start
+    def end(self, start):
+        elapsed = time.perf_counter() - start
         if self.plan:
             self._record(elapsed)
             return
-        self.countdown -= 1
+        if self.countdown > 0:
+            self.countdown -= 1
+            if self.countdown == 0:
+                self._start_probe()
+            return
+        self.since += elapsed
         self.recent.append(elapsed)
-        overdue = time.perf_counter() - self.probed_at > MAX_SECONDS
-        if self.countdown <= 0 or overdue or self._drifted():
+        if self.reference is None:
+            if len(self.recent) == RECENT:
+                self.reference = fmean(self.recent)
+        elif self.since >= max(self.gap, self.cost / PROBE_SHARE) or self._drifted():
             self._start_probe()
 
     def _drifted(self):
-        if self.reference is None or len(self.recent) < RECENT:
+        if len(self.recent) < RECENT or self.since < self.cost / DRIFT_SHARE:
             return False
         ratio = fmean(self.recent) / self.reference
         return ratio > DRIFT or ratio < 1 / DRIFT
 
     def _start_probe(self):
-        """TURNS turns per candidate, each a settling step then TURN_STEPS timed ones, the
-        candidates alternating turn by turn in the order, reversed, the order...; the current
-        choice goes last, so the steps after the probe continue with it."""
+        """Turns of a settling step then TURN_STEPS timed ones, the candidates alternating
+        turn by turn in the order, reversed, the order...; the current choice goes last, so
+        the calls after the probe continue with it."""
+        if not refresh():               # the count was fixed since: look again later
+            self.since, self.reference = 0.0, None
+            self.recent.clear()
+            return
         order = [n for n in self.options if n != self.choice] + [self.choice]
         turns = [order if t % 2 == 0 else order[::-1] for t in range(TURNS)]
         self.plan = [(n, timed) for turn in turns for n in turn
                      for timed in [False] + [True] * TURN_STEPS]
         self.times = {n: [] for n in order}
-        threads.use(self.plan[0][0])
+        self.spent, self.probed = 0.0, 0
 
     def _record(self, elapsed):
         count, timed = self.plan.pop(0)
+        self.spent, self.probed = self.spent + elapsed, self.probed + 1
         if timed:
             self.times[count].append(elapsed)
             if count != self.choice and self._too_slow(self.times[count]):
                 self.plan = [(n, t) for n, t in self.plan if n != count]
-        if self.plan:
-            if self.plan[0][0] != count:
-                threads.use(self.plan[0][0])
+        if self.plan and not (timed and count == self.choice and self._clear()):
             return
+        self._finish()
+
+    def _clear(self):
+        """After a whole turn: every count's steps steady, the fastest's all CLEAR times faster
+        than every other count's."""
+        times = list(self.times.values())
+        if any(len(t) < TURN_STEPS for t in times) or \
+                any(max(t) > STEADY * min(t) for t in times):
+            return False
+        fastest = min(times, key=max)
+        return all(CLEAR * max(fastest) <= min(t) for t in times if t is not fastest)
+
+    def _finish(self):
+        global _last_choice
+        self.plan = []
         best = min((n for n in self.times if self.times[n]), key=lambda n: typical(self.times[n]))
         mine = self.times[self.choice]
         if mine and typical(self.times[best]) > (1 - MARGIN) * typical(mine):
-            best = self.choice          # within the noise: keep it, and let the interval grow
-        self.interval = min(2 * self.interval, MAX_INTERVAL) if best == self.choice else \
-            FIRST_INTERVAL
-        self.choice, self.countdown = best, self.interval
-        self.probed_at = time.perf_counter()
-        self.reference = fmean(self.times[best])     # all of them: the steps to come
+            best = self.choice          # within the noise: keep it, and let the gap grow
+        # what the probe cost over running the chosen count all along
+        self.cost = max(0.0, self.spent - self.probed * typical(self.times[best]))
+        self.gap = min(2 * self.gap, MAX_GAP_SECONDS) if best == self.choice else GAP_SECONDS
+        self.choice = _last_choice = best
+        self.reference, self.since, self.probes = None, 0.0, self.probes + 1
         self.recent.clear()
-        self.probes += 1
         threads.use(best)
 
     def _too_slow(self, times):
         """Two timed steps, both ABANDON times the current choice's (this probe's, else the
-        last probe's figure)."""
+        figure after the last probe)."""
         mine = self.times[self.choice]
         level = typical(mine) if mine else self.reference
         return len(times) >= 2 and level is not None and min(times) > ABANDON * level
-
-    def train_end(self):
-        if self.active:
-            threads.use(self.choice)
-
-
-_shared = None
-
-
-def shared():
-    """The tuner fit uses: one per process, so a second fit starts from the count the first
-    one found."""
-    global _shared
-    if _shared is None:
-        _shared = ThreadTuner()
-    return _shared

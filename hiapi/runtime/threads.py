@@ -291,12 +291,12 @@ def use(n):
 
 
 def active_threads():
-    """Threads the pools run with now (the budget, or fewer while fit adapts to the load)."""
+    """Threads the pools run with now (the budget, or fewer while the steps adapt to the load)."""
     return _applied.get("active") or budget().threads     # budget() only when not applied
 
 
 def adaptive():
-    """Whether fit may run fewer threads than the budget when that is faster (see
+    """Whether the steps may run fewer threads than the budget when that is faster (see
     ``hiapi.runtime.thread_tuner``): for a budget hiapi chose, in a single process. Seeded runs too:
     every matrix product is cut in bands fixed by its shape (``backends/gemm_bands.py``), so the
     thread count changes no bit of the weights."""
@@ -317,5 +317,5 @@ def banner(backend_name):
     """The line ``fit(verbose=2)`` prints once: the backend (named by the caller: this floor
     knows no backend) and the thread budget."""
     chosen = apply()
-    adapting = f"; fit adapts 1-{chosen.threads} to the load" if adaptive() else ""
+    adapting = f"; steps adapt 1-{chosen.threads} to the load" if adaptive() else ""
     return f"hiapi: {backend_name} backend, {chosen.describe()}{adapting}"

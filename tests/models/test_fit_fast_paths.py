@@ -182,13 +182,12 @@ def test_batch_logs_are_built_for_the_callbacks_that_read_them():
 
 def test_logs_wanted_answers():
     from hiapi.callbacks import Callback, CallbackList, History
-    from hiapi.callbacks.thread_tuning import ThreadTuning
 
     class Reader(Callback):
         def on_test_batch_end(self, batch, logs=None):
             pass
-    hooks = CallbackList([History(), ThreadTuning()], model=None, params={})
+    hooks = CallbackList([History()], model=None, params={})
     assert not hooks.logs_wanted("on_test_batch_end")(0)          # nobody overrides it
-    assert not hooks.logs_wanted("on_train_batch_end")(0)         # the tuner reads none
-    hooks = CallbackList([History(), ThreadTuning(), Reader()], model=None, params={})
+    assert not hooks.logs_wanted("on_train_batch_end")(0)
+    hooks = CallbackList([History(), Reader()], model=None, params={})
     assert hooks.logs_wanted("on_test_batch_end")(7)

@@ -1,16 +1,17 @@
-"""fit's thread tuner: times steps with each candidate thread count, keeps the fastest, looks
-again later, stays off where the user fixed the count, and runs in seeded scripts too."""
+"""The thread tuner: each compiled step times its own calls with each candidate thread count,
+keeps the fastest, keeps what it learnt across fit/evaluate/predict calls, probes again only
+when its own time changes (or rarely), stays off where the user fixed the count, and runs in
+seeded scripts too."""
 import numpy as np
 import pytest
 
 import hiapi
-from hiapi.callbacks.thread_tuning import ThreadTuning
 from hiapi.runtime import random_streams, thread_tuner, threads
-from hiapi.runtime.thread_tuner import ThreadTuner, candidates
+from hiapi.runtime.thread_tuner import StepTuner, candidates
 
 
 class Machine:
-    """A fake clock whose train step costs depend on the thread count in use."""
+    """A fake clock whose step costs depend on the thread count in use."""
 
     def __init__(self, costs):
         self.costs, self.now, self.current, self.used = costs, 0.0, max(costs), []
@@ -21,22 +22,48 @@ class Machine:
     def clock(self):
         return self.now
 
+    def cost(self):
+        return self.costs[self.current]
+
     def run(self, tuner, steps):
-        for step in range(steps):
-            tuner.batch_begin()
-            self.now += self.costs[self.current]
+        for _ in range(steps):
+            start = tuner.begin()
+            self.now += self.cost()
             self.used.append(self.current)
-            tuner.batch_end()
+            tuner.end(start)
+
+
+def _fake(monkeypatch, fake, budget):
+    monkeypatch.setattr(threads, "adaptive", lambda: True)
+    monkeypatch.setattr(threads, "budget", lambda: threads.Budget(budget, budget, 1, "affinity"))
+    monkeypatch.setattr(threads, "use", fake.use)
+    monkeypatch.setattr(thread_tuner.time, "perf_counter", fake.clock)
+    monkeypatch.setattr(thread_tuner, "_adapting", None)
+    monkeypatch.setattr(thread_tuner, "_last_choice", None)
+    return fake
+
+
+class TickingMachine(Machine):
+    """For real steps: every read of the clock advances it by what a step costs with the count
+    in use, so the time between a step's begin and end is that cost."""
+
+    def clock(self):
+        self.now += self.cost()
+        return self.now
 
 
 @pytest.fixture
 def machine(monkeypatch):
-    fake = Machine({4: 0.010, 2: 0.006, 1: 0.003})
-    monkeypatch.setattr(threads, "adaptive", lambda: True)
-    monkeypatch.setattr(threads, "budget", lambda: threads.Budget(4, 4, 1, "affinity"))
-    monkeypatch.setattr(threads, "use", fake.use)
-    monkeypatch.setattr(thread_tuner.time, "perf_counter", fake.clock)
-    return fake
+    return _fake(monkeypatch, Machine({4: 0.010, 2: 0.006, 1: 0.003}), 4)
+
+
+@pytest.fixture
+def ticking(monkeypatch):
+    return _fake(monkeypatch, TickingMachine({2: 0.016, 1: 0.006}), 2)
+
+
+def probe_steps(counts):
+    return counts * thread_tuner.TURNS * (1 + thread_tuner.TURN_STEPS)
 
 
 def test_candidates_are_the_budget_its_halves_and_one():
@@ -47,46 +74,66 @@ def test_candidates_are_the_budget_its_halves_and_one():
 
 
 def test_keeps_the_fastest_count_and_follows_a_change_of_load(machine):
-    tuner = ThreadTuner()
-    tuner.train_begin()
-    machine.run(tuner, 1 + 3 * thread_tuner.TURNS * (1 + thread_tuner.TURN_STEPS))  # + compile
+    tuner = StepTuner()
+    machine.run(tuner, 1 + probe_steps(3))         # the first call (compiling) is not timed
     assert tuner.choice == 1 and machine.current == 1
     machine.run(tuner, 2000)
     tail = machine.used[-2000:]
-    assert tail.count(1) / len(tail) > 0.9        # the slower counts only while probing
-    machine.costs = {4: 0.002, 2: 0.003, 1: 0.004}                 # the machine went quiet
-    machine.run(tuner, 2 * thread_tuner.MAX_INTERVAL)
+    assert tail.count(1) / len(tail) > 0.97        # the slower counts only while probing
+    machine.costs = {4: 0.002, 2: 0.003, 1: 0.004}          # the machine went quiet
+    machine.run(tuner, int(thread_tuner.MAX_GAP_SECONDS / 0.004) + probe_steps(3))
     assert tuner.choice == 4 and machine.current == 4
-    tuner.train_end()
-    assert machine.current == 4
 
 
-def test_probes_less_often_while_the_choice_holds(machine):
-    tuner = ThreadTuner()
-    tuner.train_begin()
-    machine.run(tuner, 3000)
-    assert tuner.interval == thread_tuner.MAX_INTERVAL
-    assert tuner.probes < 12           # 50, 100, 200, 400, 800, 800 ... steps apart
+def test_scheduled_probes_cost_at_most_one_percent_and_thin_out(machine):
+    tuner = StepTuner()
+    machine.run(tuner, 1 + probe_steps(3))
+    machine.used.clear()
+    machine.run(tuner, 100000)                     # 300 s of 3 ms steps on one thread
+    extra = sum(machine.costs[n] - machine.costs[1] for n in machine.used)
+    assert extra < 0.01 * 100000 * machine.costs[1]
+    assert tuner.probes <= 6                      # after 10, 20, 40, 80, 160 s of steps
+    assert tuner.gap == thread_tuner.MAX_GAP_SECONDS
+
+
+def test_a_clear_answer_ends_the_probe_after_one_turn(monkeypatch):
+    """A quiet 2-core machine (the issue's MLP: 16 ms on two threads, 27 on one): three
+    steps on one thread, not nine."""
+    fake = _fake(monkeypatch, Machine({2: 0.016, 1: 0.027}), 2)
+    tuner = StepTuner()
+    fake.run(tuner, 1 + 120)
+    assert tuner.choice == 2 and fake.used.count(1) == 1 + thread_tuner.TURN_STEPS
+    assert tuner.probes == 1
+
+
+def test_a_sudden_change_of_step_time_probes_at_once(machine):
+    tuner = StepTuner()
+    machine.run(tuner, 20000)                  # settled on 1 thread, probes far apart
+    assert tuner.choice == 1 and tuner.gap > thread_tuner.GAP_SECONDS
+    machine.costs = {4: 0.002, 2: 0.005, 1: 0.012}     # 1 thread now 4x slower than before
+    machine.run(tuner, thread_tuner.RECENT + probe_steps(3))
+    assert tuner.choice == 4
 
 
 def test_inactive_when_not_adaptive(machine, monkeypatch):
     monkeypatch.setattr(threads, "adaptive", lambda: False)
-    tuner = ThreadTuner()
-    tuner.train_begin()
-    machine.run(tuner, 200)
-    assert set(machine.used) == {4} and tuner.choice is None
+    assert not thread_tuner.refresh() and machine.current == 4     # back to the budget
+    x = np.ones((8, 3), np.float32)
+    step = hiapi.graph.Function([hiapi.graph.placeholder((None, 3))], [], tuned=True)
+    for _ in range(50):
+        step(x)
+    assert machine.used == [] and step.executable(((8, 3),)).tuner.probes == 0
 
 
-def test_a_fit_with_the_count_fixed_after_a_tuned_one_runs_with_the_full_budget(machine,
-                                                                             monkeypatch):
-    tuner = ThreadTuner()
-    tuner.train_begin()
-    machine.run(tuner, 100)
-    tuner.train_end()
-    assert machine.current == 1
-    monkeypatch.setattr(threads, "adaptive", lambda: False)     # e.g. OMP_NUM_THREADS since
-    tuner.train_begin()
-    assert machine.current == 4
+def test_a_new_step_starts_from_the_last_choice(machine):
+    first = StepTuner()
+    machine.run(first, 1 + probe_steps(3))
+    assert first.choice == 1
+    machine.costs = {4: 0.010, 2: 0.006, 1: 0.005}
+    second = StepTuner()
+    assert second.choice == 1
+    machine.run(second, 1 + probe_steps(3))
+    assert second.choice == 1                     # 2 threads within the margin: kept
 
 
 def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
@@ -106,33 +153,50 @@ def test_adaptive_only_for_a_budget_hiapi_chose(monkeypatch):
     assert threads.adaptive()               # set_random_seed was called: on all the same
 
 
-def test_on_for_a_model_whose_batch_order_was_seeded(machine):
-    tuner = ThreadTuning(ThreadTuner())
-    tuner.set_model(type("Resumed", (), {"_shuffle_seed": hiapi.random.shuffle_seed() + 1})())
-    tuner.on_train_begin()
-    tuner = tuner.tuner
-    machine.run(tuner, 200)
-    assert tuner.choice == 1 and set(machine.used) == {4, 2, 1}
+def _mlp():
+    model = hiapi.Sequential([hiapi.Input((20,)), hiapi.layers.Dense(8, activation="relu"),
+                              hiapi.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    x = np.random.default_rng(0).normal(size=(160, 20)).astype("float32")
+    return model, x, (x[:, 0] > 0).astype("int64")
+
+
+def _tuners(model, kind):
+    return [e.tuner for key, f in model._step_functions.items() if key[0] == kind
+            for e in f._executables.values()]
+
+
+def test_what_a_step_learnt_outlives_the_fit_call(ticking):
+    """Six short fits probe once, not six times; evaluate and predict have their own steps,
+    which start from the count the train step chose."""
+    model, x, y = _mlp()
+    for _ in range(6):
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    (train,) = _tuners(model, "train")
+    assert train.probes == 1 and train.choice == 1
+    model.evaluate(x, y, batch_size=8, verbose=0)
+    model.predict(x, batch_size=8, verbose=0)
+    for kind in ("test", "predict"):
+        (tuner,) = _tuners(model, kind)
+        assert tuner.choice == 1 and tuner.probes == 1
 
 
 def test_fit_runs_with_the_tuner_and_ends_on_a_candidate():
-    model = hiapi.Sequential([hiapi.Input((20,)), hiapi.layers.Dense(8, activation="relu"),
-                              hiapi.layers.Dense(2, activation="softmax")])
-    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
-    x = np.random.default_rng(0).normal(size=(640, 20)).astype("float32")
-    model.fit(x, (x[:, 0] > 0).astype("int64"), batch_size=8, epochs=1, verbose=0)
+    model, x, y = _mlp()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
     assert threads.active_threads() in candidates(threads.budget().threads)
     threads.apply()
 
 
-def test_a_sudden_change_of_step_time_probes_at_once(machine):
-    tuner = ThreadTuner()
-    tuner.train_begin()
-    machine.run(tuner, 3000)                   # settled on 1 thread, probing every 800 steps
-    assert tuner.choice == 1 and tuner.interval == thread_tuner.MAX_INTERVAL
-    machine.costs = {4: 0.002, 2: 0.005, 1: 0.012}     # 1 thread now 4x slower than before
-    machine.run(tuner, thread_tuner.RECENT + 3 * thread_tuner.TURNS * (1 + thread_tuner.TURN_STEPS))
-    assert tuner.choice == 4
+def test_a_fit_with_the_count_fixed_after_a_tuned_one_runs_with_the_full_budget(ticking,
+                                                                             monkeypatch):
+    model, x, y = _mlp()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert ticking.current == 1
+    monkeypatch.setattr(threads, "adaptive", lambda: False)     # e.g. set_num_threads since
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert ticking.current == 2
 
 
 class SlicedMachine(Machine):
@@ -144,23 +208,13 @@ class SlicedMachine(Machine):
         super().__init__(costs)
         self.random = np.random.default_rng(0)
 
-    def run(self, tuner, steps):
-        for step in range(steps):
-            tuner.batch_begin()
-            slow = self.random.random() < 0.5
-            self.now += self.costs[self.current] * (2.2 if slow else 1.0)
-            self.used.append(self.current)
-            tuner.batch_end()
+    def cost(self):
+        return self.costs[self.current] * (2.2 if self.random.random() < 0.5 else 1.0)
 
 
 def _sliced(monkeypatch, costs):
-    fake = SlicedMachine(costs)
-    monkeypatch.setattr(threads, "adaptive", lambda: True)
-    monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "affinity"))
-    monkeypatch.setattr(threads, "use", fake.use)
-    monkeypatch.setattr(thread_tuner.time, "perf_counter", fake.clock)
-    tuner = ThreadTuner()
-    tuner.train_begin()
+    fake = _fake(monkeypatch, SlicedMachine(costs), 2)
+    tuner = StepTuner()
     fake.run(tuner, 3000)
     return fake, tuner
 
@@ -173,4 +227,4 @@ def test_time_slices_do_not_hide_the_faster_count(monkeypatch):
 @pytest.mark.parametrize("costs", [{2: 0.005, 1: 0.005}, {2: 0.004, 1: 0.005}])
 def test_time_slices_do_not_trigger_probes(monkeypatch, costs):
     _, tuner = _sliced(monkeypatch, costs)
-    assert tuner.probes < 12            # the intervals grew: no probe from drift
+    assert tuner.probes < 4            # 3000 steps of ~0.01 s: the first and the scheduled
