@@ -71,11 +71,15 @@ def integral_indices(out, x, where):
     out[...] = x
 
 
+def argsort(out, x, axis):
+    out[...] = x.argsort(axis=axis)
+
+
 KERNELS = {"identity": identity, "stop_gradient": identity, "custom_gradient": pass_first,
            "reshape": reshape,
            "transpose": transpose, "expand_dims": expand_dims, "squeeze": squeeze,
            "slice": slice_, "concat_piece": concat_piece, "pad": pad, "broadcast_like": broadcast_like, "sum_like": sum_like,
-           "integral_indices": integral_indices}
+           "integral_indices": integral_indices, "argsort": argsort}
 
 
 def register(backend):

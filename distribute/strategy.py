@@ -286,7 +286,7 @@ class Strategy:
     def _start_from_rank_0(self, model, variables):
         """Rank 0's values of ``variables`` and its batch-order seed, on every rank."""
         for variable in variables:
-            self.communicator.bcast(variable.value, root=0)
+            self.communicator.bcast(variable.storage, root=0)
         seed = np.array([_random.model_shuffle_seed(model)], np.int64)
         model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
 

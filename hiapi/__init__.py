@@ -20,5 +20,6 @@ from hiapi.layers import Input  # noqa: F401
 from hiapi.models import Model, Sequential  # noqa: F401
 from hiapi.graph.gradient_tape import GradientTape  # noqa: F401
 from hiapi.models.traced_function import function  # noqa: F401
+from hiapi.graph import Variable  # noqa: F401  (keras.Variable)
 
 threads.apply()

@@ -18,7 +18,7 @@ from hiapi.runtime.settings import (  # noqa: F401
     set_floatx, set_image_data_format, unsafe_deserialization_enabled)
 from hiapi.runtime.threads import num_threads_override, set_num_threads  # noqa: F401
 from hiapi.backends import get_backend
-from hiapi import random
+from hiapi.runtime import random_streams as random
 
 
 def backend():

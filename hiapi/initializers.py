@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from hiapi import random as _random
+from hiapi.runtime import random_streams as _random
 from hiapi.utils.naming import snake_case
 
 

@@ -26,13 +26,8 @@ class Dropout(SeededLayer):
     def call(self, inputs, training=None):
         if not training or self.rate == 0.0:
             return inputs
-        like = inputs
-        if self.noise_shape is not None:     # one mask value shared along the size-1 axes
-            shared = tuple(i for i, n in enumerate(self.noise_shape) if n == 1)
-            like = ops.sum(inputs, shared, keepdims=True) if shared else inputs
-        keep = ops.random_uniform(like, self.seed, self.counter.read) >= self.rate
         self.add_update(self.counter, self.counter.read + 1)
-        return ops.where(keep, inputs * (1.0 / (1.0 - self.rate)), 0.0)
+        return ops.dropout(inputs, self.rate, self.seed, self.counter.read, self.noise_shape)
 
     def get_config(self):
         return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape,

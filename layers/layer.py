@@ -21,8 +21,10 @@ from hiapi.graph.var import Var
 from hiapi.hints import (ArrayLike, ConstraintLike, DTypeLike, InitializerLike, RegularizerLike,
                          Shape, ShapeLike)
 from hiapi.runtime.settings import floatx
-from hiapi.layers import call_signature, eager_mask, layer_io, masks, tracing, tracking
+from hiapi.graph import tracing
+from hiapi.layers import call_signature, eager_mask, layer_io, masks, tracking
 from hiapi.layers.layer_io import LayerIO
+from hiapi.layers.layer_losses import LayerLosses
 from hiapi.ops.core import layer_call
 from hiapi.layers.layer_errors import naming_layer
 from hiapi.utils.naming import snake_case, unique_name
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 _L = TypeVar("_L", bound="Layer")
 
 
-class Layer(LayerIO):
+class Layer(LayerIO, LayerLosses):
     def __init__(self, trainable: bool = True, name: str | None = None,
                  dtype: DTypeLike | None = None, input_shape: ShapeLike | None = None,
                  input_dim: int | None = None,
@@ -51,6 +53,7 @@ class Layer(LayerIO):
         self._regularized: list[tuple[Variable, Any]] = []
         self.activity_regularizer = regularizers.get(activity_regularizer)
         self._sublayers: list[Layer] = []
+        self._losses: list[Any] = []
         self._eager_functions: dict[Any, Any] = {}
         if input_dim is not None and input_shape is None:
             input_shape = (input_dim,)
@@ -65,6 +68,11 @@ class Layer(LayerIO):
                                                        not value)):
                 value = tracking.tracked(value, self._adopt)
             self._adopt(found)
+        # and random-number generators (hiapi.random.SeedGenerator): their state is saved
+        if isinstance(getattr(type(value), "state_variables", None), property) and \
+                not isinstance(value, Layer) and "_state" in self.__dict__:
+            self._state += [v for v in value.state_variables
+                            if not any(v is mine for mine in self._state)]
         super().__setattr__(name, value)
 
     def _adopt(self, value):
@@ -110,10 +118,6 @@ class Layer(LayerIO):
         """Assign ``value`` to ``variable`` after each step of the graph being traced (used in
         training for batch-norm statistics and random-number counters)."""
         tracing.add_update(variable, value)
-
-    def add_loss(self, value: Var) -> None:
-        """Add a scalar Var to the loss of the step being traced."""
-        tracing.add_loss(value)
 
     @property
     def weights(self) -> list[Variable]:
@@ -203,6 +207,8 @@ class Layer(LayerIO):
         inputs = _call_inputs(self, args)
         if len(args) == 2 and inputs is args[0]:
             training = args[1]        # layer(x, True): training given positionally
+        if not tracing.in_layer_call():
+            self._clear_losses()      # the outermost call starts layer.losses afresh (Keras)
         flat = _flatten(inputs)
         if all(isinstance(v, Var) for v in flat):
             with naming_layer(self):
@@ -228,12 +234,16 @@ class Layer(LayerIO):
                 spec.check(self, index, var.shape)
         previous_mask = _map(masks.get_mask, inputs) if mask is None else mask
         kwargs = call_signature.call_kwargs(self, training, previous_mask)
-        with layer_call():
+        with layer_call(), tracing.batch_reference(flat):
             outputs = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+        outputs = _map(_graph_value, outputs)
         outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
         masks.set_output_masks(self, inputs, outputs, previous_mask, _flatten)
+        trainable = {id(v) for v in self.trainable_weights}
         for variable, regularizer in self._regularized:
-            self.add_loss(regularizer(variable.read))
+            if id(variable) in trainable:     # a frozen weight's penalty is not a loss (Keras)
+                tracing.add_regularization(
+                    variable, lambda: regularizer(tracing.current_value(variable)))
         if self.activity_regularizer is not None:
             for output in _flatten(outputs):
                 self.add_loss(self.activity_regularizer(output))
@@ -265,16 +275,21 @@ class Layer(LayerIO):
             flat = _flatten(outputs)
             output_masks = [masks.get_mask(v) for v in flat]
             computed = [m for m in output_masks if m is not None and m is not mask_holder]
+            owners = self._losses_by_layer()     # each layer's add_loss terms, as values
             cached = self._eager_functions[key] = (
-                Function(feeds, flat + computed, state.updates, name=f"{self.name}_eager"),
+                Function(feeds, flat + computed + [t for _, terms in owners for t in terms],
+                         state.updates, name=f"{self.name}_eager"),
                 outputs, [None if m is None else "fed" if m is mask_holder else "computed"
-                          for m in output_masks])
-        function, outputs, mask_sources = cached
+                          for m in output_masks], [(layer, len(terms)) for layer, terms in owners])
+        function, outputs, mask_sources, owners = cached
         results = function(*arrays, *([] if mask is None else [mask]))
-        results = results if isinstance(results, (list, tuple)) else [results]
-        values, computed = iter(results[:len(mask_sources)]), iter(results[len(mask_sources):])
-        found = iter([None if source is None else mask if source == "fed" else next(computed)
+        results = iter(results if isinstance(results, (list, tuple)) else [results])
+        values = [next(results) for _ in mask_sources]
+        found = iter([None if source is None else mask if source == "fed" else next(results)
                       for source in mask_sources])
+        for layer, count in owners:
+            layer._own_losses()[:] = [next(results)[()] for _ in range(count)]
+        values = iter(values)
         return _map(lambda _: eager_mask.with_mask(next(values), next(found)), outputs)
 
     def compute_output_shape(self, input_shape: Shape) -> Any:
@@ -295,6 +310,12 @@ class Layer(LayerIO):
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r} built={self.built}>"
+
+
+def _graph_value(value):
+    """A Variable returned from ``call`` (Keras's ``return self.total``) is its value at the
+    end of the step: the update assigned in the call, if any."""
+    return tracing.current_value(value) if isinstance(value, Variable) else value
 
 
 def _call_inputs(layer, args):

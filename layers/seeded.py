@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hiapi import random as _random
+from hiapi.runtime import random_streams as _random
 from hiapi.layers.layer import Layer
 
 

@@ -157,7 +157,7 @@ class ParameterServerStrategy(Local):
         if self.layout is None:                 # a server: the same layout as the workers
             self.layout = Layout(model.trainable_weights, range(self.workers, self.world_size))
         for variable in model.weights + model.state_variables + [model.optimizer.iterations]:
-            self.world.bcast(variable.value, root=0)
+            self.world.bcast(variable.storage, root=0)
         seed = np.array([_random.model_shuffle_seed(model)], np.int64)
         model._shuffle_seed = int(self.world.bcast(seed, root=0)[0])
         self._take_over_momentum(model.optimizer)

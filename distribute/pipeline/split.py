@@ -17,7 +17,7 @@ from hiapi.graph.memory.cost import flops
 from hiapi.graph.op import Spec
 from hiapi.graph.schedule import topological_order
 from hiapi.layers.layer_io import not_a_node
-from hiapi.layers.tracing import collect_state
+from hiapi.graph.tracing import collect_state
 
 
 # FLOP per byte where the roofline bends, measured on the development machine (133.8 GFLOP/s

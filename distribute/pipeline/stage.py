@@ -20,7 +20,7 @@ from hiapi.graph import Function, grad, ops, placeholder
 from hiapi.layers.layer import _unique
 from hiapi.layers.layer_io import not_a_node
 from hiapi.layers.seeded import SeededLayer
-from hiapi.layers.tracing import collect_state
+from hiapi.graph.tracing import collect_state
 
 
 class StagePrograms:

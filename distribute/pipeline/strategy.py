@@ -234,7 +234,7 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
         for variable in model.weights + model.state_variables:
             owner = self._stage_of.get(id(variable))
             if owner is not None:
-                self.communicator.bcast(variable.value, root=owner)
+                self.communicator.bcast(variable.storage, root=owner)
 
     def reduce_totals(self, compiled):
         """End of an epoch's training: the totals already agree (the last stage broadcast

@@ -84,8 +84,8 @@ class Executable:
                 continue
             seen.add(id(variable))
             if n is None or self.steps[n][4] or getattr(var.op, "stateful", False) or \
-                    var in hosts or tuple(variable.value.shape) != self.specs[var].shape or \
-                    variable.value.dtype != self.specs[var].dtype:
+                    var in hosts or tuple(variable.storage.shape) != self.specs[var].shape or \
+                    variable.storage.dtype != self.specs[var].dtype:
                 continue
             old = [r for r, v in self.reads if v is variable]
             if any(r in outputs for r in old):
@@ -173,7 +173,7 @@ class Executable:
             if i is not None:
                 bufs[i] = array
         for i, variable in self.state_slots:
-            bufs[i] = variable.value
+            bufs[i] = variable.storage
         tracer = timeline.ACTIVE
         if times is None and tracer is None:
             for kernel, out, ins, attrs, view in self.steps:
@@ -191,7 +191,7 @@ class Executable:
         new_values = [(variable, bufs[i].copy() if alias else bufs[i])
                       for variable, i, alias in self.update_slots]
         for variable, value in new_values:
-            self.backend.copy_into(variable.value, value)
+            self.backend.copy_into(variable.storage, value)
         return results
 
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hiapi.graph import tracing
 from hiapi.graph.op_namespace import ops
 from hiapi.graph.var import Var
 
@@ -69,7 +70,9 @@ def as_var(value, dtype=None):
     if isinstance(value, Var):
         return value
     if isinstance(getattr(value, "read", None), Var):
-        return value.read         # a Variable: its value in the graph, not a frozen copy
+        # a Variable: its value in the graph (after an assignment earlier in the step being
+        # traced, the assigned value), not a frozen copy
+        return tracing.current_value(value)
     return ops.constant(value, dtype)
 
 

@@ -8,57 +8,114 @@ run, so a step always reads the values from before the step.
 import numpy as np
 
 from hiapi.backends import get_backend
+from hiapi.graph import tracing
+from hiapi.graph.ops.elementwise import cast
 from hiapi.graph.ops.sources import Read
+from hiapi.graph.var import Var
 
 
 class Variable:
     def __init__(self, value, name=None, trainable=True, dtype=None):
         backend = get_backend()
         array = np.asarray(value, dtype=dtype)
-        self.value = backend.asarray(np.array(array, copy=True))
+        self.storage = backend.asarray(np.array(array, copy=True))
         self.name = name or "variable"
         self.trainable = trainable
         self.constraint = None   # applied to the new value after each optimizer update
         self.read = Read(self)()
 
     @property
-    def value(self):
+    def storage(self):
         """The array on the backend's device."""
-        return self._value
+        return self._storage
 
-    @value.setter
-    def value(self, array):
+    @storage.setter
+    def storage(self, array):
         # a host array set from outside (set_weights, a user) goes to the device the steps
         # run on; on the CPU backends this is the array itself, not a copy
-        self._value = get_backend().asarray(array)
+        self._storage = get_backend().asarray(array)
 
     @property
     def shape(self):
-        return tuple(self.value.shape)
+        return tuple(self.storage.shape)
 
     @property
     def dtype(self):
-        return np.dtype(self.value.dtype)
+        return np.dtype(self.storage.dtype)
+
+    @property
+    def value(self):
+        """Keras's ``variable.value``: inside a layer's ``call`` (or a traced step) the graph
+        value at that point of the step; elsewhere the backend array (``storage``)."""
+        return tracing.current_value(self) if tracing.in_trace() else self.storage
+
+    @value.setter
+    def value(self, array):
+        self.storage = array
 
     def numpy(self):
-        return get_backend().to_numpy(self.value).copy()
+        return get_backend().to_numpy(self.storage).copy()
 
     def assign(self, value):
-        """Copy ``value`` into the variable's buffer (shape must match; dtype is cast)."""
-        array = np.asarray(value)
+        """Set the variable to ``value`` (same shape; cast to the variable's dtype); returns
+        the new value. Inside a layer's ``call`` or a traced step it becomes an update of
+        that step, applied after the step has run (Keras's state updates in ``call``: a
+        running total, a counter); elsewhere it writes the variable now."""
+        if isinstance(value, Var) or tracing.in_trace():
+            return self._assign_symbolic(value)
+        array = np.asarray(value.numpy() if isinstance(value, Variable) else value)
         if array.shape != self.shape:
             raise ValueError(f"Variable {self.name!r}: cannot assign a value of shape "
                              f"{array.shape}, the variable has shape {self.shape}")
-        get_backend().copy_into(self.value, array.astype(self.dtype, copy=False))
+        get_backend().copy_into(self.storage, array.astype(self.dtype, copy=False))
+        return self.storage
+
+    def assign_add(self, value):
+        return self.assign(self._current() + _operand(value))
+
+    def assign_sub(self, value):
+        return self.assign(self._current() - _operand(value))
+
+    def _current(self):
+        return tracing.current_value(self) if tracing.in_trace() else self.numpy()
+
+    def _assign_symbolic(self, value):
+        if self.trainable and tracing.in_layer_call():
+            raise ValueError(
+                f"Variable {self.name!r} is trainable, so the optimizer sets its value at each "
+                f"step; a layer's call may assign only non-trainable weights "
+                f"(add_weight(..., trainable=False)), as Keras's running statistics are")
+        value = cast(_operand(value), self.dtype)
+        if value.shape != self.shape:
+            raise ValueError(
+                f"Variable {self.name!r}: cannot assign a value of shape {_fmt(value.shape)}, "
+                f"the variable has shape {_fmt(self.shape)}"
+                + ("; a batch-sized value must be reduced over the batch first (e.g. "
+                   "ops.sum(x, axis=0))" if None in value.shape else ""))
+        tracing.add_update(self, value)
+        return value
 
     def __repr__(self):
         return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}>"
 
 
+def _operand(value):
+    """A Variable in an assignment's value means its value: in a trace its graph value."""
+    if not isinstance(value, Variable):
+        return value
+    return tracing.current_value(value) if tracing.in_trace() else value.numpy()
+
+
+def _fmt(shape):
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + \
+        ("," if len(shape) == 1 else "") + ")"
+
+
 def _through_read(name):
-    """Arithmetic on a Variable is arithmetic on its graph value (``variable.read``), so a
-    layer's ``call`` may write ``inputs * self.scale`` as in Keras."""
-    return lambda self, *args: getattr(self.read, name)(*args)
+    """Arithmetic on a Variable is arithmetic on its graph value (``variable.read``, or the
+    value assigned earlier in the step being traced), so a layer's ``call`` may write
+    ``inputs * self.scale`` as in Keras."""
+    return lambda self, *args: getattr(tracing.current_value(self), name)(*args)
 
 
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",

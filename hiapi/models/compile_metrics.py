@@ -16,7 +16,7 @@ import numpy as np
 from hiapi import metrics as metrics_module
 from hiapi.graph import ops
 from hiapi.layers.layer import _flatten
-from hiapi.layers.tracing import traced_losses
+from hiapi.graph.tracing import traced_losses
 from hiapi.models.compile_utils import CompiledTargets, _as_list, _per_output
 
 

@@ -14,6 +14,7 @@ from hiapi import metrics as metrics_module
 from hiapi.graph import ops, placeholder
 from hiapi.layers import masks
 from hiapi.models.step_totals import StepTotals
+from hiapi.runtime.settings import floatx
 
 
 def _per_output(value, names, what, default):
@@ -44,8 +45,6 @@ class CompiledTargets:
         self.names = list(output_names)
         self.losses = [losses_module.get(l) if l is not None else None
                        for l in _per_output(loss, self.names, "losses", None)]
-        if all(l is None for l in self.losses):
-            raise ValueError(f"compile: no loss given for any of the outputs {self.names}")
         self.loss_weights = [float(w) for w in
                              _per_output(loss_weights, self.names, "loss_weights", 1.0)]
         self.metric_ids = [_as_list(m) for m in _per_output(metrics, self.names, "metrics", [])]
@@ -73,7 +72,7 @@ class CompiledTargets:
                 f"with a loss: {[self.names[i] for i in with_loss]})"
             raise ValueError(f"the model has {len(self.names)} outputs ({self.names}), got "
                              f"{len(ys)} target arrays; expected {expected}")
-        if self.labelled is not None and labelled != self.labelled:
+        if self.labelled and labelled != self.labelled:
             raise ValueError(f"labels were given before for outputs "
                              f"{[self.names[i] for i in self.labelled]}, now for "
                              f"{[self.names[i] for i in labelled]}")
@@ -85,6 +84,8 @@ class CompiledTargets:
         """Graph inputs for the labels (and sample weights) of one step; each loss checks
         that its labels fit its output."""
         targets, weights = [], []
+        if self.labelled is None:     # no labels: the loss comes from add_loss alone
+            self.labelled = []
         for j, (i, y) in enumerate(zip(self.labelled, ys)):
             shape, loss = (None,) + tuple(y.shape[1:]), self.losses[i]
             if loss is not None:
@@ -141,8 +142,14 @@ class CompiledTargets:
             per_output.append(term)
             weighted = term if self.loss_weights[i] == 1.0 else self.loss_weights[i] * term
             total = weighted if total is None else total + weighted
-        for term in extra_losses:            # regularization
-            total = total + ops.cast(term, total.dtype)
+        for term in extra_losses:            # add_loss terms and regularization
+            term = ops.cast(term, floatx()) if term.dtype.kind != "f" else term
+            total = term if total is None else total + ops.cast(term, total.dtype)
+        if total is None:
+            raise ValueError(
+                f"No loss to compute: the model's outputs {self.names} have no loss and no "
+                f"layer adds one; give compile() a loss, or call self.add_loss(...) in a "
+                f"layer's call")
         labels, sample_weights = dict(zip(self.labelled, targets)), dict(zip(self.labelled,
                                                                              weights))
         metric_outputs = [metric.step_outputs(labels[i], outputs[i], sample_weights[i]

@@ -4,13 +4,18 @@ Each is one ``Function``. Its inputs are placeholders for the model inputs, the 
 sample weights (when given) and, for training, the optimizer's per-step inputs (learning rate,
 update number); its outputs are the losses and the metrics' additive statistics
 (``CompiledTargets.build``); the train step's updates are the optimizer's and the layers'
-(batch-norm statistics, random-number counters). Each picks its thread count for the load
-from its own call times (``tuned=True``: ``hiapi.runtime.thread_tuner``), whoever calls it.
+(batch-norm statistics, random-number counters, ``assign_add`` in a layer's ``call``). The test
+and predict steps apply the layers' updates too, as Keras does: a layer keeping a running total
+counts what it is called on in any mode (the built-in layers update only in training). Each
+picks its thread count for the load from its own call times (``tuned=True``:
+``hiapi.runtime.thread_tuner``), whoever calls it.
 """
+import warnings
+
 from hiapi.graph import Function, grad, placeholder
 from hiapi.layers.layer import _flatten
 from hiapi.layers.layer_io import not_a_node
-from hiapi.layers.tracing import collect_state
+from hiapi.graph.tracing import collect_state
 
 
 def input_placeholders(model, xs):
@@ -41,24 +46,27 @@ def _loss_graph(model, xs, ys, weighted, training):
 
 def predict_function(model, xs):
     inputs = input_placeholders(model, xs)
-    outputs, _ = _trace(model, inputs, training=False)
-    return Function(inputs, outputs, name="predict_step", tuned=True)
+    outputs, state = _trace(model, inputs, training=False)
+    return Function(inputs, outputs, state.updates, name="predict_step", tuned=True)
 
 
 def test_function(model, xs, ys, weighted=False):
-    feeds, results, _ = _loss_graph(model, xs, ys, weighted, training=False)
-    return Function(feeds, results, name="test_step", tuned=True)
+    feeds, results, state = _loss_graph(model, xs, ys, weighted, training=False)
+    return Function(feeds, results, state.updates, name="test_step", tuned=True)
 
 
 def train_function(model, xs, ys, weighted=False):
     feeds, results, state = _loss_graph(model, xs, ys, weighted, training=True)
-    params = model.trainable_weights
-    if not params:
-        raise ValueError(f"Model {model.name!r} has no trainable weights to train")
-    gradients = grad(results[0], [v.read for v in params])
-    plan = model.distribution           # averages gradients over workers (a graph rewrite)
-    gradients = plan.reduce_gradients(gradients, params, model.optimizer)
-    updates = plan.get_updates(model.optimizer, gradients, params) + state.updates
+    params, plan = model.trainable_weights, model.distribution
+    if params:
+        gradients = grad(results[0], [v.read for v in params])
+        # averages gradients over workers (a graph rewrite)
+        gradients = plan.reduce_gradients(gradients, params, model.optimizer)
+        updates = plan.get_updates(model.optimizer, gradients, params) + state.updates
+    else:                  # Keras trains it all the same: the layers' state and the metrics
+        warnings.warn(f"Model {model.name!r} has no trainable weights: fit updates only its "
+                      f"layers' state and the metrics", stacklevel=2)
+        updates = state.updates
     return Function(feeds + model.optimizer.step_inputs() + plan.step_inputs(), results,
                     updates, name="train_step", recompute=getattr(model, "_recompute", None),
                     forward_outputs=len(results), tuned=True)

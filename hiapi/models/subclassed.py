@@ -19,7 +19,7 @@ from hiapi.graph import placeholder
 from hiapi.graph.ops.sources import Read
 from hiapi.layers.layer import _flatten
 from hiapi.layers.layer_io import not_a_node
-from hiapi.layers.tracing import collect_state
+from hiapi.graph.tracing import collect_state
 from hiapi.models.input_signature import InputSignature
 
 

@@ -22,7 +22,7 @@ from hiapi.graph import Function, Var, step_recording
 from hiapi.graph.step_recording import DeferredResult
 from hiapi.graph.variable import Variable
 from hiapi.layers.layer_io import not_a_node
-from hiapi.layers.tracing import collect_state
+from hiapi.graph.tracing import collect_state
 
 
 class TracedStep:

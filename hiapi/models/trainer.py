@@ -67,9 +67,6 @@ class Trainer(StepMethods):
                                      "weighted_metrics", "auto_scale_loss"}
         if unsupported:
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(unsupported)}")
-        if loss is None and not custom_steps.overrides_training(self):
-            raise ValueError("compile: a loss is required, e.g. "
-                             "loss='sparse_categorical_crossentropy'")
         self.optimizer = optimizers_module.get(optimizer)
         from hiapi import losses
         for item in (loss.values() if isinstance(loss, dict) else
@@ -88,6 +85,16 @@ class Trainer(StepMethods):
         self._compile_metrics = CompileMetrics(metrics, self._weighted_metric_ids) \
             if metrics or self._weighted_metric_ids else None
         self.compiled = True
+
+    def _needs_targets(self):
+        """Whether fit/evaluate need y: a compiled loss or metric reads it. Without either, a
+        model whose loss comes from add_loss trains on x alone (Keras's VAE)."""
+        ids = getattr(self, "_loss_ids", None)
+        losses = ids.values() if isinstance(ids, dict) else \
+            ids if isinstance(ids, (list, tuple)) else [ids]
+        return any(loss is not None for loss in losses) or \
+            bool(getattr(self, "_metric_ids", None)) or \
+            bool(getattr(self, "_weighted_metric_ids", None))
 
     def compiled_targets(self, outputs):
         """The per-output losses and metrics, resolved once the output names are known."""

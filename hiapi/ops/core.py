@@ -8,36 +8,27 @@ layer's ``call`` or between layers of a functional model) it builds graph ops
 
     hiapi.ops.relu(np.array([-1.0, 2.0]))     # array([0., 2.])
 """
-from contextlib import contextmanager
-
 import numpy as np
 
 from hiapi.runtime.settings import floatx
 from hiapi.graph import ops as O
+from hiapi.graph import tracing
 from hiapi.graph.op import as_var
 from hiapi.graph.var import Var
 from hiapi.graph.variable import Variable
 
 
-_in_layer_call = [0]
-
-
-@contextmanager
 def layer_call():
     """Inside a layer's ``call`` a Variable (``self.kernel``) stands for its graph value, so
     ``ops.sum(ops.square(self.kernel))`` builds ops instead of freezing today's numbers."""
-    _in_layer_call[0] += 1
-    try:
-        yield
-    finally:
-        _in_layer_call[0] -= 1
+    return tracing.symbolic_scope()
 
 
 def is_symbolic(*args):
     """True when any argument (lists and tuples searched) is a symbolic tensor, or a
     Variable inside a layer's ``call``."""
     for a in args:
-        if isinstance(a, Var) or (_in_layer_call[0] and isinstance(a, Variable)):
+        if isinstance(a, Var) or (tracing.in_layer_call() and isinstance(a, Variable)):
             return True
         if isinstance(a, (list, tuple)) and is_symbolic(*a):
             return True
@@ -59,8 +50,8 @@ def convert_to_tensor(x, dtype=None, sparse=None):
                          f"(got sparse={sparse!r})")
     if isinstance(x, Var):
         return x if dtype is None else O.cast(x, dtype)
-    if _in_layer_call[0] and isinstance(x, Variable):
-        return convert_to_tensor(x.read, dtype)
+    if tracing.in_layer_call() and isinstance(x, Variable):
+        return convert_to_tensor(tracing.current_value(x), dtype)
     if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
         x = x.numpy()          # a hiapi Variable
     if dtype is not None:
@@ -78,7 +69,7 @@ def convert_to_tensor(x, dtype=None, sparse=None):
 def graph_operand(x):
     """An operand of a symbolic op: a Var, a Variable's graph value, or an array."""
     if isinstance(x, Variable):
-        return x.read
+        return tracing.current_value(x)
     return convert_to_tensor(x)
 
 

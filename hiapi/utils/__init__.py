@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hiapi.hints import ArrayLike
-from hiapi import random as _random
+from hiapi.runtime import random_streams as _random
 from hiapi.utils.data_structures import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from hiapi.utils.file_dataset import FileDataset
 from hiapi.utils.image_dataset import image_dataset_from_directory

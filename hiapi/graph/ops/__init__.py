@@ -21,7 +21,8 @@ from hiapi.graph.ops.pool import (avg_pool2d, avg_pool_grad, max_pool2d, max_poo
 from hiapi.graph.ops.array import concatenate, pad, slice_axis, split
 from hiapi.graph.ops.trig import cos, sin
 from hiapi.graph.ops.image import image_transform, image_transform_grad
-from hiapi.graph.ops.random import random_normal, random_uniform
+from hiapi.graph.ops.random import dropout, random_normal, random_uniform
+from hiapi.graph.ops.sort import argsort
 from hiapi.graph.ops.composite import argmin, clip, min, prod, stack, std, var
 from hiapi.graph.ops.indexing import getitem
 

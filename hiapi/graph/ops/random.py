@@ -40,3 +40,21 @@ def random_normal(like, seed, counter):
     u1 = random_uniform(like, seed, counter)
     u2 = random_uniform(like, int(seed) + 1, counter)
     return O.sqrt(O.log(1.0 - u1) * -2.0) * O.cos(u2 * np.float32(2 * np.pi))
+
+
+def dropout(x, rate, seed, counter, noise_shape=None):
+    """``x`` with a fraction ``rate`` of entries zeroed and the rest scaled by 1 / (1 - rate)
+    (Srivastava et al. 2014), the mask drawn for (seed, counter). ``noise_shape`` (1 on an
+    axis: one mask value shared along it) shapes the mask; the ``Dropout`` layer and
+    ``hiapi.random.dropout`` both draw it here."""
+    from hiapi.graph import ops as O
+    if rate == 0.0:
+        return x
+    if rate == 1.0:
+        return x * np.asarray(0, x.dtype)
+    mask_like = x
+    for axis, size in enumerate(noise_shape or ()):     # a view: one element along the axis
+        if size == 1 and x.shape[axis] != 1:
+            mask_like = O.slice_axis(mask_like, axis, 0, 1)
+    keep = random_uniform(mask_like, seed, counter) >= np.float32(rate)
+    return O.where(keep, x * np.asarray(1.0 / (1.0 - rate), x.dtype), np.asarray(0, x.dtype))

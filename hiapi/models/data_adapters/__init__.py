@@ -22,7 +22,8 @@ def get_adapter(model, x, y=None, sample_weight=None, class_weight=None, *, batc
     """The adapter reading ``x`` (and ``y``, ``sample_weight`` for arrays) for ``what``
     ("fit", "evaluate", "predict", "fit validation_data"); ``targets=False`` for predict;
     ``check_finite`` refuses NaN or infinite values (training data)."""
-    labels_optional = model.uses_custom_steps()      # a custom train_step may take x alone
+    # a custom train_step may take x alone, and so may a model whose loss is all add_loss
+    labels_optional = model.uses_custom_steps() or not model._needs_targets()
     if is_batch_source(x):
         for name, value in (("y", y), ("sample_weight", sample_weight)):
             if value is not None:
