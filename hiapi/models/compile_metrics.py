@@ -103,8 +103,11 @@ def compiled_loss_value(model, y, y_pred, sample_weight, extra_losses=None):
                 terms.append(term if scale == 1.0 else term * scale)
     # given regularization losses (tf.keras 2's ``self.losses``) stand for the traced ones
     terms += list(extra_losses) if extra_losses is not None else traced_losses()
-    if not terms:
-        return ops.constant(0.0, "float32")
+    if not terms:         # Keras (but on JAX): an error, not a loss of zero to "minimise"
+        raise ValueError(
+            f"Model {model.name!r}: No loss to compute: no loss was given to compile() and no "
+            f"layer adds one; give compile() a loss, or call self.add_loss(...) in a layer's "
+            f"call")
     total = terms[0]
     for term in terms[1:]:
         total = total + ops.cast(term, total.dtype)
