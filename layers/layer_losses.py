@@ -23,7 +23,10 @@ from hiapi.utils.eager import run_eagerly
 
 
 class LayerLosses:
+    name: str
     _losses: list[Any]
+    _sublayers: list[Any]
+    _regularized: list[tuple[Any, Any]]
 
     def add_loss(self, loss: Any) -> None:
         """Add a scalar (or a list of scalars) to the loss of the step being traced; call it
