@@ -1,6 +1,7 @@
 """Data sources for ``fit``/``evaluate``/``predict``, each behind one interface
-(``DataAdapter``): arrays (or lists/dicts of arrays), Python generators and iterators, and
-``hiapi.utils.PyDataset``. ``get_adapter`` picks the one for ``x``."""
+(``DataAdapter``): arrays (or lists/dicts of arrays), Python generators and iterators,
+``hiapi.utils.PyDataset`` and ``torch.utils.data.DataLoader``. ``get_adapter`` picks the one
+for ``x``."""
 import types
 
 from hiapi.models import data
@@ -8,12 +9,14 @@ from hiapi.models.data_adapters.array_adapter import ArrayAdapter
 from hiapi.models.data_adapters.base import DataAdapter, warn_ran_out
 from hiapi.models.data_adapters.generator_adapter import GeneratorAdapter
 from hiapi.models.data_adapters.py_dataset_adapter import PyDatasetAdapter
+from hiapi.models.data_adapters.torch_data_loader_adapter import (TorchDataLoaderAdapter,
+                                                                  is_torch_data_loader)
 from hiapi.utils.py_dataset import PyDataset
 
 
 def is_batch_source(x):
-    """Whether ``x`` yields whole batches (a generator, iterator or PyDataset)."""
-    return isinstance(x, (PyDataset, types.GeneratorType)) or (
+    """Whether ``x`` yields whole batches (a generator, iterator, PyDataset or DataLoader)."""
+    return isinstance(x, (PyDataset, types.GeneratorType)) or is_torch_data_loader(x) or (
         hasattr(x, "__next__") and hasattr(x, "__iter__"))
 
 
@@ -31,8 +34,7 @@ def get_adapter(model, x, y=None, sample_weight=None, class_weight=None, *, batc
                                  f"{_kind(x)}; yield (x, y) or (x, y, sample_weight) "
                                  f"batches instead")
         prepare = _batch_preparer(model, class_weight, targets, check_finite)
-        adapter = PyDatasetAdapter if isinstance(x, PyDataset) else GeneratorAdapter
-        return adapter(x, prepare, plan, steps, what, targets and not labels_optional)
+        return _batch_adapter(x)(x, prepare, plan, steps, what, targets and not labels_optional)
     if x is None:
         raise ValueError(f"{what}: x is required")
     if targets and y is None and not labels_optional:
@@ -48,8 +50,8 @@ def fit_adapters(model, x, y, sample_weight, class_weight, batch_size, plan, ste
     validation_batch = validation_batch_size or batch_size
     if validation_split and validation_data is None:
         if is_batch_source(x):
-            raise ValueError("fit: validation_split is only supported for arrays; with a "
-                             "generator or PyDataset pass validation_data")
+            raise ValueError(f"fit: validation_split is only supported for arrays; with a "
+                             f"{_kind(x)} pass validation_data")
         if y is None:
             raise ValueError("fit: y (the targets) is required when x is an array")
         arrays = model._prepare(x, y, sample_weight, class_weight, check_finite=True,
@@ -70,13 +72,13 @@ def fit_adapters(model, x, y, sample_weight, class_weight, batch_size, plan, ste
 
 
 def unpack_validation_data(validation_data):
-    """Keras's forms: (x_val, y_val), (x_val, y_val, sample_weight), a generator or a
-    PyDataset."""
+    """Keras's forms: (x_val, y_val), (x_val, y_val, sample_weight), a generator, a
+    PyDataset or a DataLoader."""
     if is_batch_source(validation_data):
         return validation_data, None, None
     if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
         raise ValueError("validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
-                         "sample_weight), a generator or a PyDataset")
+                         "sample_weight), a generator, a PyDataset or a DataLoader")
     return tuple(validation_data) + (None,) * (3 - len(validation_data))
 
 
@@ -87,10 +89,17 @@ def _batch_preparer(model, class_weight, targets, check_finite):
                                                       check_finite)
 
 
+def _batch_adapter(x):
+    return PyDatasetAdapter if isinstance(x, PyDataset) else \
+        TorchDataLoaderAdapter if is_torch_data_loader(x) else GeneratorAdapter
+
+
 def _kind(x):
-    return "PyDataset" if isinstance(x, PyDataset) else "generator"
+    return "PyDataset" if isinstance(x, PyDataset) else \
+        "DataLoader" if is_torch_data_loader(x) else "generator"
 
 
 __all__ = ["DataAdapter", "ArrayAdapter", "GeneratorAdapter", "PyDatasetAdapter",
+           "TorchDataLoaderAdapter",
            "get_adapter", "fit_adapters", "is_batch_source", "unpack_validation_data",
            "warn_ran_out"]
