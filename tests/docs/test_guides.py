@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-GUIDES = ["data.md", "guides/training_loop_from_scratch.md", "guides/customizing_fit.md"]
+GUIDES = ["data.md", "guides/training_loop_from_scratch.md", "guides/customizing_fit.md",
+          "guides/layer_state_and_random.md"]
 
 
 def blocks():
