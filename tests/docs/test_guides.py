@@ -1,5 +1,6 @@
 """Every ```python block of the guides in docs/ runs (each block a script of its own, in a
 fresh interpreter, so that spawned data workers can import it)."""
+import importlib.util
 import re
 import subprocess
 import sys
@@ -12,11 +13,16 @@ GUIDES = ["data.md", "guides/training_loop_from_scratch.md", "guides/customizing
           "guides/layer_state_and_random.md"]
 
 
+TORCH_MISSING = importlib.util.find_spec("torch") is None
+
+
 def blocks():
     for guide in GUIDES:
         text = (DOCS / guide).read_text()
         for k, block in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
-            yield pytest.param(block, id=f"{guide}-{k}")
+            needs_torch = pytest.mark.skipif("import torch" in block and TORCH_MISSING,
+                                             reason="torch is not installed (an extra)")
+            yield pytest.param(block, id=f"{guide}-{k}", marks=needs_torch)
 
 
 @pytest.mark.parametrize("code", list(blocks()))
