@@ -33,13 +33,13 @@ class LayerLosses:
         from ``call``. Non-scalar terms are summed, as Keras does."""
         terms = list(loss) if isinstance(loss, (list, tuple)) else [loss]
         for term in terms:
-            if not isinstance(term, Var):
+            if not isinstance(term, Var) or not tracing.in_trace():
                 raise ValueError(
                     f"Layer {self.name!r}: add_loss() can only be called from inside call(), "
                     f"on a tensor computed there; got {term!r}")
         for term in terms:
             term = term if term.shape == () else ops.sum(term)
-            if tracing.in_trace():       # functional construction records nothing (Keras)
+            if tracing.collecting():     # building a functional model records nothing (Keras)
                 self._own_losses().append(term)
             tracing.add_loss(term)
 

@@ -72,6 +72,11 @@ def in_layer_call():
     return bool(_symbolic_depth[0])
 
 
+def collecting():
+    """True while a step (or a call on arrays) is being built: what is added is kept."""
+    return bool(_collectors)
+
+
 def add_update(variable, value):
     if _collectors:
         _collectors[-1].set_update(variable, value)

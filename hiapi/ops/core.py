@@ -67,9 +67,12 @@ def convert_to_tensor(x, dtype=None, sparse=None):
 
 
 def graph_operand(x):
-    """An operand of a symbolic op: a Var, a Variable's graph value, or an array."""
+    """An operand of a symbolic op: a Var, a Variable's graph value, an array, or a list of
+    them stacked (``ops.sum(model.losses)``, as Keras's ``compute_loss`` writes)."""
     if isinstance(x, Variable):
         return tracing.current_value(x)
+    if isinstance(x, (list, tuple)) and x and is_symbolic(*x):
+        return O.stack([graph_operand(item) for item in x])
     return convert_to_tensor(x)
 
 

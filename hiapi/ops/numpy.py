@@ -69,7 +69,7 @@ def _bool(x):
 def _reduction(name, graph_fn, numpy_fn):
     def op(x, axis=None, keepdims=False):
         if is_symbolic(x):
-            return graph_fn(x, axis, keepdims)
+            return graph_fn(graph_operand(x), axis, keepdims)
         return np.asarray(numpy_fn(eager_array(x), axis=_axis(axis), keepdims=keepdims))
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"``{name}`` over ``axis`` (None: all axes); ``keepdims`` keeps them as 1."

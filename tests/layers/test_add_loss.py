@@ -147,6 +147,11 @@ def test_add_loss_needs_a_tensor_computed_in_call():
     layer = ActivityRegularizationLayer()
     with pytest.raises(ValueError, match="add_loss\\(\\) can only be called from inside call"):
         layer.add_loss(np.float32(1.0))
+    inputs = hiapi.Input((2,))
+    model = hiapi.Model(inputs, layer(inputs))
+    assert layer.losses == []          # building the model recorded nothing, as in Keras
+    with pytest.raises(ValueError, match="Layer 'model.*add_loss\\(\\) can only be called"):
+        model.add_loss(ops.sum(model.outputs[0]))      # Keras 3 refuses it too
 
 
 class SumLoss(layers.Layer):

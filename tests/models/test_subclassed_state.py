@@ -79,3 +79,32 @@ def test_the_guide_vae_trains_with_its_kl_loss_and_sampling(with_loss):
     z_log_var = vae.encoder.dense_log_var(vae.encoder.dense_proj(x[:8]))
     expected = -0.5 * np.mean(z_log_var - z_mean ** 2 - np.exp(z_log_var) + 1)
     assert kl == pytest.approx(expected, rel=1e-4)
+
+
+class PenalisedRegression(hiapi.Model):
+    """Keras's ``compute_loss`` docstring: the model's own loss plus ``ops.sum(self.losses)``."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = layers.Dense(1, kernel_regularizer=hiapi.regularizers.L2(0.5))
+
+    def call(self, x):
+        y = self.dense(x)
+        self.add_loss(0.25 * ops.mean(y))
+        return y
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return ops.mean((y_pred - y) ** 2) + ops.sum(self.losses)
+
+
+def test_a_custom_compute_loss_adds_model_losses_in_the_step():
+    model = PenalisedRegression()
+    model.compile(optimizer="sgd")
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(16, 3)).astype("float32"), rng.normal(size=(16, 1)).astype("float32")
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    kernel, bias = model.dense.get_weights()
+    pred = x @ kernel + bias
+    expected = np.mean((pred - y) ** 2) + 0.25 * pred.mean() + 0.5 * np.sum(kernel ** 2)
+    assert model.evaluate(x, y, batch_size=16, verbose=0) == pytest.approx(expected, rel=1e-5)
+    assert len(model.losses) == 2           # after evaluate's trace: add_loss, then the penalty

@@ -107,30 +107,3 @@ def test_every_function_traces_with_an_unknown_batch_size():
 def test_a_batch_sized_shape_needs_a_layer_with_batched_inputs():
     with pytest.raises(ValueError, match="unknown first \\(batch\\) axis"):
         random.uniform((None, 3), seed=1)
-
-
-class Sampling(layers.Layer):
-    """Keras's VAE guide layer: z = mean + exp(log_var / 2) * epsilon."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.seed_generator = random.SeedGenerator(1337)
-
-    def call(self, inputs):
-        z_mean, z_log_var = inputs
-        batch, dim = ops.shape(z_mean)[0], ops.shape(z_mean)[1]
-        epsilon = random.normal(shape=(batch, dim), seed=self.seed_generator)
-        return z_mean + ops.exp(0.5 * z_log_var) * epsilon
-
-
-def test_the_vae_sampling_layer_trains_through_its_noise():
-    hiapi.utils.set_random_seed(0)
-    inputs = hiapi.Input((2,))
-    mean = layers.Dense(2)(inputs)
-    log_var = layers.Dense(2)(inputs)
-    model = hiapi.Model(inputs, Sampling()([mean, log_var]))
-    model.compile(optimizer=hiapi.optimizers.Adam(0.05), loss="mse")
-    x = np.random.default_rng(0).normal(size=(256, 2)).astype(np.float32)
-    history = model.fit(x, x, batch_size=32, epochs=15, verbose=0).history["loss"]
-    # the noise can only be beaten by shrinking its variance: log_var goes down, loss follows
-    assert history[-1] < 0.2 * history[0]
