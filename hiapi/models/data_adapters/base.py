@@ -36,6 +36,21 @@ class DataAdapter:
         pass
 
 
+def agreed_batches(adapter, next_batch, step):
+    """``(feed, local_n, global_n)`` for the batches ``next_batch(step)`` reads (None once the
+    source has run out), from ``step`` to the adapter's ``steps``; every worker agrees on each
+    step, so the epoch ends on all of them when one runs out (sources read batch by batch:
+    generators, DataLoaders)."""
+    while adapter.steps is None or step < adapter.steps:
+        batch = next_batch(step)
+        local_n = len(batch[0][0]) if batch is not None else 0
+        global_n = adapter.plan.agree_batch(local_n, batch is not None, step, adapter.what)
+        if global_n is None:
+            return
+        yield feed_of(batch), local_n, global_n
+        step += 1
+
+
 def feed_of(batch):
     xs, ys, weights = batch
     return [*xs, *ys, *weights]

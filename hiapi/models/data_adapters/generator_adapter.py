@@ -10,7 +10,7 @@ share); at every step the ranks check that all of them still have a batch, so on
 early is an error on every rank rather than a hang.
 """
 from hiapi.models import data
-from hiapi.models.data_adapters.base import DataAdapter, feed_of
+from hiapi.models.data_adapters.base import DataAdapter, agreed_batches
 
 
 class GeneratorAdapter(DataAdapter):
@@ -40,18 +40,13 @@ class GeneratorAdapter(DataAdapter):
         return batch
 
     def epoch(self, rng=None, skip=0, shuffle=False):          # a generator's order is its own
-        step = skip
-        while self.steps is None or step < self.steps:
-            if self._pending is not None:        # the batch read to trace the step
-                batch, self._pending = self._pending, None
-            else:
-                batch = None if self.exhausted else self._next()
-            local_n = len(batch[0][0]) if batch is not None else 0
-            global_n = self.plan.agree_batch(local_n, batch is not None, step, self.what)
-            if global_n is None:
-                return
-            yield feed_of(batch), local_n, global_n
-            step += 1
+        return agreed_batches(self, lambda step: self._take(), skip)
+
+    def _take(self):
+        if self._pending is not None:        # the batch read to trace the step
+            batch, self._pending = self._pending, None
+            return batch
+        return None if self.exhausted else self._next()
 
     def ran_short(self, done, ran):
         return self.exhausted and (ran == 0 or self.steps is not None and done < self.steps)

@@ -16,7 +16,7 @@ Keras); ``steps_per_epoch`` takes the first that many of each epoch. Under
 import sys
 
 from hiapi.models import data
-from hiapi.models.data_adapters.base import DataAdapter, feed_of
+from hiapi.models.data_adapters.base import DataAdapter, agreed_batches
 
 
 def is_torch_data_loader(x):
@@ -73,13 +73,6 @@ class TorchDataLoaderAdapter(DataAdapter):
             pending = None
             for _ in range(skip - already_read):
                 next(iterator, None)
-        step = skip
-        while self.steps is None or step < self.steps:
-            batch = pending if pending is not None else self._next(iterator, step)
-            pending = None
-            local_n = len(batch[0][0]) if batch is not None else 0
-            global_n = self.plan.agree_batch(local_n, batch is not None, step, self.what)
-            if global_n is None:
-                return
-            yield feed_of(batch), local_n, global_n
-            step += 1
+        first = [pending] if pending is not None else []
+        return agreed_batches(self, lambda step: first.pop() if first else
+                              self._next(iterator, step), skip)
