@@ -80,6 +80,10 @@ class Variable:
         return tracing.current_value(self) if tracing.in_trace() else self.numpy()
 
     def _assign_symbolic(self, value):
+        if not tracing.in_trace():
+            raise ValueError(
+                f"Variable {self.name!r}: cannot assign the symbolic tensor {value!r} outside "
+                f"a layer's call or a traced step (it has no value until a step runs)")
         if self.trainable and tracing.in_layer_call():
             raise ValueError(
                 f"Variable {self.name!r} is trainable, so the optimizer sets its value at each "

@@ -44,6 +44,8 @@ def test_variable_methods_on_arrays():
     np.testing.assert_array_equal(v.numpy(), [13.5, 24.5])
     with pytest.raises(ValueError, match="cannot assign a value of shape \\(3,\\)"):
         v.assign(np.zeros(3))
+    with pytest.raises(ValueError, match="cannot assign the symbolic tensor .* outside a layer"):
+        v.assign(hiapi.Input((2,))[0])
 
 
 class AddTotal(ComputeSum):
