@@ -8,5 +8,5 @@ from hiapi.distribute.parameter_server import ParameterServerStrategy
 from hiapi.distribute.pipeline import PipelineStrategy
 from hiapi.distribute.tensor_parallel import TensorParallelStrategy
 from hiapi.distribute.ring import ring_allreduce
-from hiapi.distribute.scope import current_strategy
+from hiapi.models.strategy_scope import current_strategy
 from hiapi.distribute.strategy import MPIStrategy, Strategy

@@ -54,7 +54,7 @@ from hiapi.distribute.ops import (AllreduceStart, AllreduceWait, Bucket, Compres
                                   SharedAllreduceStart, SharedAllreduceWait, SharedBucket,
                                   register_kernels)
 from hiapi.distribute import random_streams, sharding
-from hiapi.distribute.scope import strategy_scope
+from hiapi.models.strategy_scope import strategy_scope
 
 if TYPE_CHECKING:
     from hiapi.distribute.communicator import Communicator

@@ -150,9 +150,11 @@ def _load(name, spec, custom_objects):
         raise ValueError(f"Lambda {name!r} was saved by Python {spec['python'][0]}."
                          f"{spec['python'][1]}; its bytecode does not load on Python "
                          f"{sys.version_info[0]}.{sys.version_info[1]}")
-    import hiapi
     from hiapi import ops
-    namespace = {"hiapi": hiapi, "ops": ops, "np": np, "numpy": np, **(custom_objects or {})}
+    # the saved function's globals name the whole library: the package is loaded (this layer is
+    # in it) and is read here, not imported: it imports every floor above the layers
+    namespace = {"hiapi": sys.modules["hiapi"], "ops": ops, "np": np, "numpy": np,
+                 **(custom_objects or {})}
     code = marshal.loads(base64.b64decode(spec["bytecode"]))
     closure = tuple(types.CellType(v) for v in spec["closure"]) or None
     defaults = tuple(spec["defaults"]) if spec["defaults"] else None

@@ -14,16 +14,16 @@ from typing import Any
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer, _flatten
 from hiapi.layers.call_signature import call_accepts
+from hiapi.serialization import saving_functions
 
 
 def serialize(layer):
-    from hiapi.saving.architecture import serialize_layer
-    return serialize_layer(layer)
+    """The wrapped layer's config, as the saving floor writes layers (and models)."""
+    return saving_functions.get("serialize_layer")(layer)
 
 
 def deserialize(config):
-    from hiapi.saving.architecture import deserialize_layer
-    return deserialize_layer(config)
+    return saving_functions.get("deserialize_layer")(config)
 
 
 class Wrapper(Layer):

@@ -34,7 +34,7 @@ from hiapi.distribute.parameter_server.server import Server
 from hiapi.distribute.parameter_server.stats import ParameterServerStats
 from hiapi.distribute.parameter_server.worker import (Client, PushPull, Pulled,
                                                      register_kernels)
-from hiapi.distribute.scope import strategy_scope
+from hiapi.models.strategy_scope import strategy_scope
 from hiapi.models import data
 from hiapi.models.distribution import LOCAL, Local
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from hiapi.callbacks.callback import Callback
 from hiapi.callbacks.monitor import Monitor
+from hiapi.serialization import saving_functions
 
 
 class ModelCheckpoint(Callback):
@@ -89,8 +90,7 @@ class BackupAndRestore(Callback):
 
     def on_train_begin(self, logs=None):
         if self.backup_path.exists():
-            from hiapi.saving.model_file import restore_training_state
-            extra = restore_training_state(self.model, self.backup_path)
+            extra = saving_functions.get("restore_training_state")(self.model, self.backup_path)
             self.model._resume_at = (extra["epoch"], extra["step"])
             self._totals = extra.get("totals") if extra["step"] else None
         else:
@@ -138,9 +138,8 @@ class BackupAndRestore(Callback):
         self.model.distribution.consolidate(self.model)          # so is this (ZeRO)
         if not self.model.distribution.is_chief:
             return
-        from hiapi.saving.model_file import save_model
-        save_model(self.model, self.backup_path,
-                   extra={"epoch": epoch, "step": step, "totals": totals})
+        saving_functions.get("save_model")(self.model, self.backup_path,
+                                            extra={"epoch": epoch, "step": step, "totals": totals})
 
     def _running_totals(self):
         """Every rank's running loss/metric totals of the epoch so far (exact float64, JSON)."""

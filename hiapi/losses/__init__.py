@@ -5,6 +5,9 @@ and work on numpy arrays and on symbolic tensors; classes (``MeanSquaredError``,
 with a reduction; ``compile(loss=...)`` takes either, a name, or any ``f(y_true, y_pred)``.
 Labels of shape (batch,) go with predictions of shape (batch, 1), as in Keras.
 """
+import sys
+
+from hiapi.losses import functions
 from hiapi.losses.functions import (
     KLD, MAE, MAPE, MSE, MSLE, binary_crossentropy, binary_focal_crossentropy,
     categorical_crossentropy, categorical_focal_crossentropy, categorical_hinge,
@@ -12,6 +15,8 @@ from hiapi.losses.functions import (
     logcosh, mae, mape, mean_absolute_error, mean_absolute_percentage_error,
     mean_squared_error, mean_squared_logarithmic_error, mse, msle, poisson,
     sparse_categorical_crossentropy, squared_hinge)
+from hiapi.serialization import objects as _objects
+from hiapi.serialization.objects import deserialize_object, serialize_object
 from hiapi.utils.identifiers import resolve, shared_names
 from hiapi.losses.loss import REDUCTIONS, Loss, LossFunctionWrapper
 from hiapi.losses.classes import (
@@ -52,10 +57,11 @@ def get(identifier):
 def serialize(loss):
     """A JSON-able description of a loss (name, function or object) that ``deserialize``
     turns back into it."""
-    from hiapi.saving.objects import serialize_object
     return serialize_object(loss)
 
 
 def deserialize(config, custom_objects=None):
-    from hiapi.saving.objects import deserialize_object
     return deserialize_object(config, custom_objects, "loss")
+
+
+_objects.register_kind("loss", Loss, sys.modules[__name__], functions)   # how saves name them

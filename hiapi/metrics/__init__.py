@@ -6,12 +6,15 @@ of ``hiapi.metrics.Metric`` written as in Keras's guide (see ``metric.py``). Eve
 also be used on its own on arrays: ``m.update_state(y_true, y_pred); m.result()``.
 """
 import copy
+import sys
 
 from hiapi.metrics import functions
 from hiapi.metrics.functions import (
     accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
     sparse_top_k_categorical_accuracy, top_k_categorical_accuracy)
 from hiapi.metrics.metric import Metric, MetricVariable
+from hiapi.serialization import objects as _objects
+from hiapi.serialization.objects import deserialize_object, serialize_object
 from hiapi.utils.identifiers import resolve, shared_names
 from hiapi.metrics.reduction import Mean, MeanMetricWrapper, Sum
 from hiapi.metrics.accuracy_metrics import (
@@ -114,10 +117,11 @@ def clone(metric):
 
 
 def serialize(metric):
-    from hiapi.saving.objects import serialize_object
     return serialize_object(metric)
 
 
 def deserialize(config, custom_objects=None):
-    from hiapi.saving.objects import deserialize_object
     return deserialize_object(config, custom_objects, "metric")
+
+
+_objects.register_kind("metric", Metric, sys.modules[__name__], functions)   # how saves name them

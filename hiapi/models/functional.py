@@ -19,9 +19,10 @@ from hiapi.graph.var import Var
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer, _flatten, _map
 from hiapi.models import model_config, op_node, subclassed
-from hiapi.models.input_signature import InputSignature
+from hiapi.models.input_signature import InputSignature, check_input
 from hiapi.models.trainer import Trainer
-from hiapi.saving.object_registration import register_builtin
+from hiapi.serialization import saving_functions
+from hiapi.serialization.object_registration import register_builtin
 from hiapi.saving.serialization_lib import serialize_layer
 
 
@@ -102,16 +103,13 @@ class Model(Trainer, Layer):
     def save(self, filepath: str | os.PathLike[str], include_optimizer: bool = True) -> None:
         """Save architecture, weights, compile configuration and optimizer state to one file
         (atomically); ``hiapi.models.load_model(filepath)`` restores it."""
-        from hiapi.saving import save_model
-        save_model(self, filepath, include_optimizer=include_optimizer)
+        saving_functions.get("save_model")(self, filepath, include_optimizer=include_optimizer)
 
     def save_weights(self, filepath: str | os.PathLike[str]) -> None:
-        from hiapi.saving import save_weights
-        save_weights(self, filepath)
+        saving_functions.get("save_weights")(self, filepath)
 
     def load_weights(self, filepath: str | os.PathLike[str]) -> None:
-        from hiapi.saving import load_weights
-        load_weights(self, filepath)
+        saving_functions.get("load_weights")(self, filepath)
 
     def compute_mask(self, inputs, previous_mask=None):
         return None     # replaying the layers attached their own masks to the outputs
@@ -166,7 +164,7 @@ class Model(Trainer, Layer):
                              f"{len(new_inputs)}")
         mapping = {}
         for index, (old, new) in enumerate(zip(self.inputs, new_inputs)):
-            _check_input(self, index, old.shape, new.shape)
+            check_input(self, index, old.shape, new.shape)
             mapping[old] = new
         for layer, call_inputs, call_outputs in self._nodes:
             outputs = layer(_map(mapping.__getitem__, call_inputs), training=training)
@@ -179,14 +177,6 @@ class Model(Trainer, Layer):
 
 register_builtin("Functional", Model)
 register_builtin("Model", Model)
-
-
-def _check_input(model, index, expected, got):
-    if len(expected) != len(got) or any(e is not None and g is not None and e != g
-                                        for e, g in zip(expected, got)):
-        fmt = lambda s: "(" + ", ".join("None" if d is None else str(d) for d in s) + ")"
-        raise ValueError(f"Input {index} of model {model.name!r} is incompatible: expected "
-                         f"shape {fmt(expected)}, got shape {fmt(got)}")
 
 
 def _collect_nodes(model_name, inputs, outputs):

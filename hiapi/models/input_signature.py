@@ -89,3 +89,13 @@ def _data_spec(array):
     if array.dtype.kind in "iu":
         dtype = "int32" if array.dtype.itemsize <= 4 else "int64"
     return (None,) + tuple(array.shape[1:]), dtype
+
+
+def check_input(model, index, expected, got):
+    """A ValueError naming ``model`` and input ``index`` when shape ``got`` does not fit
+    ``expected`` (None: any size)."""
+    if len(expected) != len(got) or any(e is not None and g is not None and e != g
+                                        for e, g in zip(expected, got)):
+        fmt = lambda s: "(" + ", ".join("None" if d is None else str(d) for d in s) + ")"
+        raise ValueError(f"Input {index} of model {model.name!r} is incompatible: expected "
+                         f"shape {fmt(expected)}, got shape {fmt(got)}")

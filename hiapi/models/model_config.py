@@ -16,7 +16,7 @@ from hiapi.layers.layer import _flatten, _map
 from hiapi.models.op_node import OpNode
 from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, dtype_name,
                                                      dtype_policy, keras_object)
-from hiapi.saving.object_registration import custom_object_scope
+from hiapi.serialization.object_registration import custom_object_scope
 from hiapi.saving.serialization_lib import deserialize_keras_object, serialize_layer
 
 

@@ -13,7 +13,8 @@ from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer
 from hiapi.models import model_config
 from hiapi.models.functional import Model
-from hiapi.saving.object_registration import register_builtin
+from hiapi.models.input_signature import check_input
+from hiapi.serialization.object_registration import register_builtin
 
 
 class Sequential(Model):
@@ -128,8 +129,7 @@ class Sequential(Model):
 
     def call(self, inputs, training=None):
         if self._input_shape is not None:
-            from hiapi.models.functional import _check_input
-            _check_input(self, 0, self._input_shape, inputs.shape)
+            check_input(self, 0, self._input_shape, inputs.shape)
         elif hasattr(inputs, "shape"):     # built from the data: the shape is known now
             self._input_shape, self._input_dtype = (None,) + tuple(inputs.shape[1:]), \
                 inputs.dtype.name

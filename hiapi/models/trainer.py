@@ -25,6 +25,8 @@ from hiapi.callbacks import timeline
 from hiapi.models import data, steps
 from hiapi.models.data_adapters import ArrayAdapter, fit_adapters, get_adapter, warn_ran_out
 from hiapi.models.distribution import LOCAL
+from hiapi.models.input_signature import check_input
+from hiapi.models.strategy_scope import current_strategy
 from hiapi.models import custom_steps
 from hiapi.models.compile_metrics import CompileMetrics
 from hiapi.models.compile_utils import CompiledTargets
@@ -73,7 +75,6 @@ class Trainer(StepMethods):
                      loss if isinstance(loss, (list, tuple)) else [loss]):
             if item is not None:             # None: that output has no loss (Keras)
                 losses.get(item)             # fail now on an unknown name
-        from hiapi.distribute.scope import current_strategy
         self._strategy = current_strategy()
         self._compile_args = (loss, loss_weights, metrics)
         self._loss_ids, self._loss_weight_ids = loss, loss_weights
@@ -156,9 +157,8 @@ class Trainer(StepMethods):
         if len(xs) != len(specs):
             raise ValueError(f"Model {self.name!r} expects {len(specs)} input arrays, got "
                              f"{len(xs)}")
-        from hiapi.models.functional import _check_input
         for index, (array, (shape, _)) in enumerate(zip(xs, specs)):
-            _check_input(self, index, shape, array.shape)
+            check_input(self, index, shape, array.shape)
         if y is None:
             return xs, [], []
         if self._compiled_targets is None:       # trace once to learn the output names

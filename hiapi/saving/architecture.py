@@ -14,7 +14,7 @@ from hiapi.layers.input_layer import Input, InputLayer
 from hiapi.layers.layer import _flatten, _map
 from hiapi.models import subclassed
 from hiapi.models.op_node import OpNode
-from hiapi.saving.object_registration import custom_object_scope, get_registered_name
+from hiapi.serialization.object_registration import custom_object_scope, get_registered_name
 from hiapi.saving.serialization_lib import get_class
 
 

@@ -19,7 +19,7 @@ from hiapi.saving import keras_archive
 from hiapi.saving.keras_archive import keras_file
 from hiapi.saving.archive import read_archive, write_archive
 from hiapi.saving.keras_format import warn_if_keras_name
-from hiapi.saving.objects import deserialize_object, serialize_object
+from hiapi.serialization.objects import deserialize_object, serialize_object
 from hiapi.saving.architecture import (deserialize_layer, serialize_layer, shapes_text,
                                        weight_manifest)
 
@@ -105,7 +105,7 @@ def _assign(variables, values, filepath):
 
 def _compile_config(model):
     """Losses and metrics as compiled (names, functions, objects; per output), via
-    ``hiapi.saving.objects``."""
+    ``hiapi.serialization.objects``."""
     if not getattr(model, "compiled", False):
         return None
     return {"loss": serialize_object(model._loss_ids), "loss_weights": model._loss_weight_ids,

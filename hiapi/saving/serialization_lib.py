@@ -22,9 +22,9 @@ import numpy as np
 from hiapi import constraints, initializers, regularizers
 from hiapi import layers as layers_module
 from hiapi.layers.layer import Layer
-from hiapi.saving import objects
+from hiapi.serialization import objects
 from hiapi.saving.keras_archive import layer_config
-from hiapi.saving.object_registration import (custom_object_scope, get_registered_name,
+from hiapi.serialization.object_registration import (custom_object_scope, get_registered_name,
                                               get_registered_object, is_registered,
                                               scoped_custom_objects)
 
@@ -117,7 +117,7 @@ def _deserialize(config):
     module = config.get("module") or ""
     cls = find_class(class_name, config.get("registered_name"), module)
     kind = "loss" if "losses" in module else "metric" if "metrics" in module else None
-    if cls is None and kind is not None:         # hiapi.saving.objects knows losses, metrics
+    if cls is None and kind is not None:         # hiapi.serialization.objects knows losses, metrics
         return objects.deserialize_object({"class_name": class_name, "config": body}, kind=kind)
     if cls is None:
         cls = get_class(config.get("registered_name") or class_name)     # the error

@@ -1,5 +1,6 @@
 """Saving a loss or metric made from a function ``fn(y_true, y_pred, **kwargs)``
 (``LossFunctionWrapper``, ``MeanMetricWrapper``): one config rule for both, as in Keras."""
+from hiapi.serialization.objects import deserialize_function, serialize_object
 
 
 class WrapsFunctionConfig:
@@ -17,7 +18,6 @@ class WrapsFunctionConfig:
     def get_config(self):
         config = super().get_config()
         if self._saves_function():
-            from hiapi.saving.objects import serialize_object
             config["fn"] = serialize_object(getattr(self, self._fn_attribute))
         return {**config, **self._fn_kwargs}
 
@@ -25,6 +25,5 @@ class WrapsFunctionConfig:
     def from_config(cls, config):
         config = dict(config)
         if cls._saves_function():
-            from hiapi.saving.objects import deserialize_function
             config["fn"] = deserialize_function(config["fn"])
         return cls(**config)

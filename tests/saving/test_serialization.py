@@ -11,7 +11,7 @@ import pytest
 
 import hiapi
 from hiapi import layers
-from hiapi.saving import object_registration
+from hiapi.serialization import object_registration
 
 DATA = pathlib.Path(__file__).parent / "data"
 X = np.random.default_rng(0).normal(size=(5, 4)).astype("float32")

@@ -13,7 +13,7 @@ from hiapi.saving.keras_archive.keras_arguments import OPTIMIZERS
 from hiapi.models import model_config
 from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, constructor_arguments,
                                                      keras_object)
-from hiapi.saving.objects import deserialize_object, serialize_object
+from hiapi.serialization.objects import deserialize_object, serialize_object
 
 _KERAS_MODULES = {"loss": "keras.losses", "metric": "keras.metrics"}
 _KERAS_ONLY = {"run_eagerly": False, "steps_per_execution": 1, "jit_compile": False,

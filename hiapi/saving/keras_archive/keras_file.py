@@ -16,7 +16,7 @@ from hiapi.runtime.atomic import atomic_write
 from hiapi.models import model_config
 from hiapi.saving.keras_archive import attribute_walk, compile_config, h5_weights
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
-from hiapi.saving.object_registration import custom_object_scope
+from hiapi.serialization.object_registration import custom_object_scope
 from hiapi.saving.serialization_lib import (deserialize_keras_object, find_class,
                                            serialize_layer)
 

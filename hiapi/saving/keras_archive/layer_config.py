@@ -10,7 +10,7 @@ and refused with its name and value otherwise, never silently lost.
 import inspect
 
 from hiapi import initializers as hiapi_initializers
-from hiapi.saving.object_registration import (get_registered_name, is_registered,
+from hiapi.serialization.object_registration import (get_registered_name, is_registered,
                                               scoped_custom_objects)
 from hiapi.saving.keras_archive.keras_arguments import LAYERS
 from hiapi.utils.naming import snake_case

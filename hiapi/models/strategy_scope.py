@@ -1,5 +1,6 @@
 """The strategy in effect: ``with strategy.scope():`` around ``compile`` attaches it to the
-model (a small module of its own so the trainer can ask without importing MPI)."""
+model. The trainer asks here; ``hiapi.distribute``, the floor above, enters its strategies here
+(so the trainer imports neither MPI nor the strategies)."""
 from __future__ import annotations
 
 from contextlib import contextmanager

@@ -5,19 +5,33 @@ An object is stored as ``{"module", "class_name", "config"}`` (its ``get_config(
 again with ``from_config``; a function by its name. Classes and functions of your own load
 when registered with ``@hiapi.saving.register_keras_serializable`` or passed to
 ``load_model(..., custom_objects={"name": obj})``, as in Keras.
+
+``hiapi.losses`` and ``hiapi.metrics`` register their base class and namespaces here
+(``register_kind``) when they load: they serialize through this module, so it cannot import
+them without an import circle.
 """
 from __future__ import annotations
 
 import inspect
 
-from hiapi.saving.object_registration import (custom_object_scope, get_registered_name,
-                                              get_registered_object)
+from types import ModuleType
+
+from hiapi.serialization.object_registration import (custom_object_scope, get_registered_name,
+                                                     get_registered_object)
+
+# kind ("loss", "metric") -> (base class, module of its classes, module of its functions), in
+# the order registered (losses first: hiapi.metrics imports hiapi.losses)
+_kinds: dict[str, tuple[type, ModuleType, ModuleType]] = {}
+
+
+def register_kind(kind: str, base: type, classes: ModuleType, functions: ModuleType) -> None:
+    """Objects of ``base`` are saved as ``kind``; names load from ``classes`` and
+    ``functions`` (called by ``hiapi.losses`` and ``hiapi.metrics`` as they load)."""
+    _kinds[kind] = (base, classes, functions)
 
 
 def _kind_of(obj):
-    from hiapi.losses import Loss
-    from hiapi.metrics import Metric
-    return "loss" if isinstance(obj, Loss) else "metric" if isinstance(obj, Metric) else None
+    return next((kind for kind, (base, _, _) in _kinds.items() if isinstance(obj, base)), None)
 
 
 def serialize_object(obj):
@@ -72,9 +86,8 @@ def deserialize_function(config):
         return deserialize_object(config)
     found = get_registered_object(config)
     if found is None:
-        from hiapi import losses, metrics
-        found = next((f for f in (getattr(namespace, config, None) for namespace in
-                                  (losses.functions, metrics.functions)) if callable(f)), None)
+        found = next((f for f in (getattr(functions, config, None) for _, _, functions in
+                                  _kinds.values()) if callable(f)), None)
     if found is None:
         raise ValueError(f"Unknown function {config!r} in the saved model: register it with "
                          f"@hiapi.saving.register_keras_serializable() or pass "
@@ -86,8 +99,8 @@ def _lookup(class_name, kind):
     found = get_registered_object(class_name)
     if found is not None:
         return found
-    from hiapi import losses, metrics
-    namespaces = {"loss": (losses,), "metric": (metrics,)}.get(kind, (losses, metrics))
+    namespaces = [_kinds[kind][1]] if kind in _kinds else [classes for _, classes, _ in
+                                                            _kinds.values()]
     found = next((c for c in (getattr(n, class_name, None) for n in namespaces)
                   if isinstance(c, type)), None)
     if found is not None:
