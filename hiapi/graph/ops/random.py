@@ -47,7 +47,6 @@ def dropout(x, rate, seed, counter, noise_shape=None):
     (Srivastava et al. 2014), the mask drawn for (seed, counter). ``noise_shape`` (1 on an
     axis: one mask value shared along it) shapes the mask; the ``Dropout`` layer and
     ``hiapi.random.dropout`` both draw it here."""
-    from hiapi.graph import ops as O
     if rate == 0.0:
         return x
     if rate == 1.0:
