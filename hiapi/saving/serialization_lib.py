@@ -120,7 +120,7 @@ def _deserialize(config):
     if cls is None and kind is not None:         # hiapi.serialization.objects knows losses, metrics
         return objects.deserialize_object({"class_name": class_name, "config": body}, kind=kind)
     if cls is None:
-        cls = get_class(config.get("registered_name") or class_name)     # the error
+        cls = get_class(config.get("registered_name") or class_name, module)   # the error
     if isinstance(cls, type) and issubclass(cls, Layer):
         return deserialize_layer(cls, config)
     arguments = _deserialize(body) if isinstance(body, dict) else body
@@ -134,14 +134,16 @@ def find_class(class_name, registered_name=None, module=None):
         found = get_registered_object(name) if name else None
         if found is not None:
             return found
+    if module and not module.startswith(("keras", "hiapi")):
+        return None         # a class of the user's own module: found only as registered
     namespace = _OBJECT_MODULES.get(module or "", (None, layers_module))[1]
     found = getattr(namespace, class_name, None)
     return found if isinstance(found, type) else None
 
 
-def get_class(name):
+def get_class(name, module=None):
     """``find_class``, or a ValueError saying how to make ``name`` known."""
-    found = find_class(name)
+    found = find_class(name, module=module)
     if found is None:
         short = name.split(">")[-1]
         raise ValueError(f"Unknown class {name!r} in the saved model: register custom layers "
@@ -158,7 +160,9 @@ def deserialize_layer(cls, entry):
             getattr(cls, "keras_config", None) is not None and "layers" in config:
         layer = cls.from_config(config, custom_objects=scoped_custom_objects())
     else:
-        layer = layer_config.from_keras(entry, get_class, "config")
+        own = {entry["class_name"], entry.get("registered_name")}     # already found: cls
+        layer = layer_config.from_keras(
+            entry, lambda name: cls if name in own else get_class(name), "config")
     shape = (entry.get("build_config") or {}).get("input_shape")
     if not layer.built and _is_flat_shape(shape):
         layer.build(tuple(shape))

@@ -269,3 +269,21 @@ def test_deserialize_function_and_loss_objects():
     loss = hiapi.saving.serialize_keras_object(hiapi.losses.Huber(delta=0.5))
     assert loss["class_name"] == "Huber"
     assert hiapi.saving.deserialize_keras_object(loss).get_config()["delta"] == 0.5
+
+
+def test_a_users_class_is_never_taken_for_hiapis_namesake():
+    class Dense(layers.Layer):          # unregistered, in this test module
+        pass
+    entry = hiapi.layers.serialize(Dense(name="mine"))
+    assert entry["module"] == __name__
+    with pytest.raises(ValueError, match=r"Unknown class 'Dense'.*custom_objects"):
+        hiapi.layers.deserialize(entry)
+    assert type(hiapi.layers.deserialize(entry, custom_objects={"Dense": Dense})) is Dense
+
+
+def test_an_unbuilt_sequential_round_trips_and_builds_from_the_data():
+    model = hiapi.Sequential([layers.Dense(3), layers.Dense(2)], name="lazy")
+    config = model.get_config()
+    assert "build_input_shape" not in config and len(config["layers"]) == 2
+    copy = hiapi.Sequential.from_config(config)
+    assert copy.predict(X, verbose=0).shape == (5, 2)
