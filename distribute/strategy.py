@@ -330,11 +330,23 @@ class Strategy:
         except BaseException:
             if self.size == 1:
                 raise
-            sys.stderr.write(f"[hiapi rank {self.rank}/{self.size}] fit failed; aborting the "
-                             f"job:\n{traceback.format_exc()}")
+            where = _fit_position(sys.exc_info()[2])     # hiapi.run compares it
+            sys.stderr.write(f"[hiapi rank {self.rank}/{self.size}] fit failed{where}; aborting "
+                             f"the job:\n{traceback.format_exc()}")
             sys.stderr.flush()
             self.communicator.abort(1)
             raise
+
+
+def _fit_position(trace):
+    """``" at epoch E, batch B"``: where ``fit`` was when it failed (B counted from the epoch's
+    start, also in an epoch resumed from a backup), read from the trainer's frame in the
+    traceback: nothing is recorded per step for it."""
+    for frame, _ in reversed(list(traceback.walk_tb(trace))):
+        names = frame.f_locals
+        if frame.f_code.co_name == "_fit" and "epoch" in names:
+            return f" at epoch {names['epoch'] + 1}, batch {names.get('step', -1) + 1}"
+    return ""
 
 
 class MPIStrategy(Strategy):

@@ -1,0 +1,5 @@
+import sys
+
+from hiapi.run.cli import main
+
+sys.exit(main())
