@@ -247,48 +247,19 @@ class Trainer(StepMethods):
             print(threads.banner(get_backend().name), flush=True)
         self.history = History()
         thread_tuner.refresh()      # the steps pick threads for the load, unless fixed since
-        hooks = list(callbacks or []) + [self.history] + (
-            [ProgbarLogger(verbose)] if verbose else [])
-        hooks += timeline.from_environment(hooks)            # HIAPI_TIMELINE=trace.json
-        hooks = CallbackList(hooks, self, {"epochs": epochs, "steps": train_data.steps,
-                                           "verbose": verbose})
+        hooks = self._fit_callbacks(callbacks, verbose, epochs, train_data.steps)
         self.stop_training, self._resume_at = False, None
         hooks.on_train_begin()
         skip = 0
         if self._resume_at is not None:          # set by BackupAndRestore
             initial_epoch, skip = self._resume_at
         logs, step_values = {}, self.optimizer.step_values()
-        # looked up once: the loop below runs every few milliseconds (see docs/performance.md)
-        begin_batch, end_batch = hooks.on_train_batch_begin, hooks.on_train_batch_end
-        logs_wanted, next_step_values = hooks.logs_wanted("on_train_batch_end"), \
-            self.optimizer.step_values
         for epoch in range(initial_epoch, epochs):
             compiled.reset()
             plan.on_epoch_begin(epoch)
             hooks.on_epoch_begin(epoch)
-            train_data.on_epoch_begin()
-            done = skip
-            rng = _random.epoch_generator(epoch, _random.model_shuffle_seed(self)) \
-                if shuffle else None
-            # closed however the epoch ends (a break, an error, Ctrl-C): a prefetching
-            # adapter's thread stops with it (models/prefetch.py)
-            with contextlib.closing(train_data.epoch(rng, skip, shuffle)) as batches:
-                for step, (feed, local_n, global_n) in enumerate(batches, skip):
-                    begin_batch(step)
-                    step_values = next_step_values()
-                    results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
-                    loss = compiled.record(results, local_n)
-                    # logs built only when a callback reads them (Callback.reads_batch_logs)
-                    end_batch(step, compiled.logs() if logs_wanted(step) else {})
-                    done = step + 1
-                    if not math.isfinite(loss) and not self.stop_training:
-                        raise FloatingPointError(
-                            f"Model {self.name!r}: the loss became {loss} at epoch {epoch + 1}, "
-                            f"batch {step}; training diverged (lower the learning rate, or check "
-                            f"the data and the loss; TerminateOnNaN stops without an error)")
-                    if self.stop_training:
-                        break
-            train_data.on_epoch_end()
+            done, step_values = self._train_epoch(train, train_data, compiled, hooks, epoch,
+                                                  skip, shuffle, step_values)
             ran_out = train_data.ran_short(done, done - skip)
             if ran_out:
                 warn_ran_out(train_data, epochs - initial_epoch)
@@ -307,6 +278,49 @@ class Trainer(StepMethods):
         plan.consolidate(self)                  # sharded optimizer state onto rank 0, to save
         hooks.on_train_end(logs)
         return self.history
+
+    def _fit_callbacks(self, callbacks, verbose, epochs, steps):
+        """The user's callbacks, then fit's own: History, the progress bar and, with
+        ``HIAPI_TIMELINE=trace.json``, the timeline."""
+        hooks = list(callbacks or []) + [self.history] + (
+            [ProgbarLogger(verbose)] if verbose else [])
+        hooks += timeline.from_environment(hooks)
+        return CallbackList(hooks, self, {"epochs": epochs, "steps": steps, "verbose": verbose})
+
+    def _train_epoch(self, train, train_data, compiled, hooks, epoch, skip, shuffle,
+                     step_values):
+        """The train steps of epoch ``epoch`` from step ``skip`` (a resumed epoch skips those
+        done before the backup); returns the steps done and the optimizer's last step values
+        (their learning rate goes in the epoch's logs)."""
+        plan = self.distribution
+        # looked up once: the loop below runs every few milliseconds (see docs/performance.md)
+        begin_batch, end_batch = hooks.on_train_batch_begin, hooks.on_train_batch_end
+        logs_wanted, next_step_values = hooks.logs_wanted("on_train_batch_end"), \
+            self.optimizer.step_values
+        train_data.on_epoch_begin()
+        done = skip
+        rng = _random.epoch_generator(epoch, _random.model_shuffle_seed(self)) \
+            if shuffle else None
+        # closed however the epoch ends (a break, an error, Ctrl-C): a prefetching
+        # adapter's thread stops with it (models/prefetch.py)
+        with contextlib.closing(train_data.epoch(rng, skip, shuffle)) as batches:
+            for step, (feed, local_n, global_n) in enumerate(batches, skip):
+                begin_batch(step)
+                step_values = next_step_values()
+                results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
+                loss = compiled.record(results, local_n)
+                # logs built only when a callback reads them (Callback.reads_batch_logs)
+                end_batch(step, compiled.logs() if logs_wanted(step) else {})
+                done = step + 1
+                if not math.isfinite(loss) and not self.stop_training:
+                    raise FloatingPointError(
+                        f"Model {self.name!r}: the loss became {loss} at epoch {epoch + 1}, "
+                        f"batch {step}; training diverged (lower the learning rate, or check "
+                        f"the data and the loss; TerminateOnNaN stops without an error)")
+                if self.stop_training:
+                    break
+        train_data.on_epoch_end()
+        return done, step_values
 
     # ---- evaluate / predict ------------------------------------------------------------------
     def evaluate(self, x: InputData = None, y: InputData = None, batch_size: int | None = None,
