@@ -61,3 +61,17 @@ class Slow(hiapi.utils.PyDataset):
             pass
         time.sleep(0.05)
         return np.zeros((4, 8), np.float32), np.zeros(4, np.int64)
+
+
+class Shifting(Slices):
+    """Changes itself at each epoch's end, as an augmenting dataset does: worker processes
+    must get the new state."""
+
+    shift = 0.0
+
+    def on_epoch_end(self):
+        self.shift += 1.0
+
+    def __getitem__(self, index):
+        x, y = super().__getitem__(index)
+        return x + self.shift, y

@@ -20,7 +20,7 @@ from hiapi import layers
 from hiapi.runtime import threads
 from hiapi.utils.loaders import ProcessLoader, ThreadLoader, WorkerDied, loader_for
 
-from loader_datasets import Slices, blobs
+from loader_datasets import Shifting, Slices, blobs
 
 HERE = Path(__file__).parent
 KINDS = {"threads": dict(workers=3), "processes": dict(workers=2, use_multiprocessing=True)}
@@ -187,3 +187,19 @@ def test_worker_processes_live_across_epochs_and_stop_on_close_or_an_early_end()
     list(loader.items([5]))
     loader.close()
     assert multiprocessing.active_children() == []
+
+
+def test_workers_get_the_dataset_again_only_when_it_changes_itself_between_epochs():
+    x, y = blobs()
+    changing = loader_for(Shifting(x, y, **KINDS["processes"]))
+    assert changing.changes
+    first = list(changing.items([0]))[0][0]
+    changing.dataset.on_epoch_end()
+    np.testing.assert_array_equal(list(changing.items([0]))[0][0], first + 1)
+    changing.close()
+    fixed = loader_for(Slices(x, y, **KINDS["processes"]))
+    assert not fixed.changes
+    list(fixed.items([0]))
+    fixed.dataset.x = x + 5          # not announced by an epoch hook: not sent again
+    np.testing.assert_array_equal(list(fixed.items([0]))[0][0], x[:16])
+    fixed.close()

@@ -10,9 +10,12 @@ up the cores the workers take (``threads.loader_workers``).
 
 Batch j of an epoch goes to worker j % workers, so each worker's answers come back in the
 order the step takes them; at most ``max_queue_size`` are asked for ahead. The workers live
-as long as the loader (across epochs, so an epoch does not pay for starting interpreters),
-receive the dataset again at each epoch, and are stopped by ``close()``, when the loader is
-collected, or at once when an epoch ends early or with an error.
+as long as the loader (across epochs, so an epoch does not pay for starting interpreters)
+and are stopped by ``close()``, when the loader is collected, or at once when an epoch ends
+early or with an error. They receive the dataset once, or again at every epoch when its class
+overrides ``on_epoch_begin``/``on_epoch_end`` (where a dataset changes itself between epochs):
+a dataset holding its arrays is sent whole each time (63 MB of MNIST took longer to pickle
+and send to two workers than the epoch's batches).
 
 Failures: an exception in ``__getitem__`` is raised again here, its worker's traceback
 attached as ``__cause__`` (as ``concurrent.futures`` does); a worker that dies (killed,
@@ -27,6 +30,7 @@ from collections import deque
 
 from hiapi.runtime import threads
 from hiapi.utils.loaders import process_worker
+from hiapi.utils.py_dataset import PyDataset
 
 POLL_SECONDS = 0.1
 STOP_SECONDS = 2.0        # a worker asked to leave gets this long before it is terminated
@@ -53,11 +57,14 @@ class ProcessLoader:
         self.dataset, self.workers, self.ahead = dataset, workers, max(1, max_queue_size)
         self.pool = []             # (process, connection), started at the first epoch
         self._finalizer = None
+        self.changes = any(getattr(type(dataset), hook) is not getattr(PyDataset, hook)
+                           for hook in ("on_epoch_begin", "on_epoch_end"))
+        self.sent = False          # the workers hold the dataset
 
     def items(self, indices):
         indices = [int(index) for index in indices]
         try:
-            payload = pickle.dumps(self.dataset)
+            payload = pickle.dumps(self.dataset) if self.changes or not self.sent else None
         except Exception as error:
             raise TypeError(f"PyDataset {type(self.dataset).__name__}: use_multiprocessing="
                             f"True sends the dataset to worker processes, but it cannot be "
@@ -68,8 +75,10 @@ class ProcessLoader:
         try:
             with threads.loader_workers(self.workers):
                 self._start()
-                for _, conn in self.pool:
-                    conn.send(("dataset", payload))
+                if payload is not None:
+                    for _, conn in self.pool:
+                        conn.send(("dataset", payload))
+                    self.sent = True
                 asked = 0
                 for j in range(len(indices)):
                     while asked < len(indices) and asked - j < self.ahead:
@@ -124,7 +133,7 @@ class ProcessLoader:
         """Stop the workers (asked to leave, then terminated, then killed)."""
         if self._finalizer is not None:
             self._finalizer()
-        self.pool, self._finalizer = [], None
+        self.pool, self._finalizer, self.sent = [], None, False
 
     @property
     def pids(self):
