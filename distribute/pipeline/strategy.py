@@ -72,21 +72,7 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
                  pipeline_split=None, tensor_parallel=1, communicator=None,
                  algorithm="native"):
         super().__init__(communicator=communicator, algorithm=algorithm)
-        stages = int(pipeline_stages)
-        if stages != pipeline_stages or stages < 2:
-            raise ValueError(f"Strategy: pipeline_stages must be an integer >= 2, got "
-                             f"{pipeline_stages!r}")
-        parts = int(tensor_parallel)
-        if parts != tensor_parallel or parts < 1:
-            raise ValueError(f"Strategy: tensor_parallel must be a positive integer, got "
-                             f"{tensor_parallel!r}")
-        if self.size > 1 and self.size % (stages * parts):
-            grid = f"{stages}" if parts == 1 else f"{stages}*{parts}"
-            raise ValueError(
-                f"Strategy(pipeline_stages={stages}"
-                + (f", tensor_parallel={parts}" if parts > 1 else "") +
-                f") runs one stage (x tensor part) per rank, D copies of the pipeline side by "
-                f"side: start it with mpiexec -n D*{grid} (this job has {self.size} ranks)")
+        stages, parts = self._check_grid(pipeline_stages, tensor_parallel)
         self.schedule_name = schedule
         self.schedule = schedules.get(schedule)
         if self.size == 1:
@@ -94,19 +80,7 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
                           f"in this one process (the micro-batches are kept)", UserWarning,
                           stacklevel=2)
         self.requested_stages = stages
-        # the process grid: rank = (replica * K + stage) * T + part; a stage's T parts are
-        # neighbours, then a replica's K stages
-        self.pipeline_stages = stages if self.size > 1 else 1
-        self.tensor_parallel = parts if self.size > 1 else 1
-        self.replicas = self.size // (self.pipeline_stages * self.tensor_parallel)
-        self.part = self.rank % self.tensor_parallel
-        self.stage_index = self.rank // self.tensor_parallel % self.pipeline_stages
-        self.replica = self.rank // (self.tensor_parallel * self.pipeline_stages)
-        self.pipeline_comm, self.data_communicator, self.tensor_communicator = _grid(
-            self.communicator, self.stage_index, self.replica, self.part, self.pipeline_stages,
-            self.tensor_parallel)
-        self.rewrite = TensorParallelRewrite(self.tensor_communicator, self.tensor_parallel,
-                                             self.part) if self.tensor_parallel > 1 else None
+        self._lay_out_grid(stages, parts)
         self._slice_pending = False
         self._replica_share = 1.0
         self.micro_batches = int(micro_batches) if micro_batches is not None else 4 * stages
@@ -122,6 +96,40 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
         self.optimizer_state = None        # ownership, or the grid's (tensor slices too)
         self._model, self._stage_of = None, {}
 
+    def _check_grid(self, pipeline_stages, tensor_parallel):
+        """(stages, parts) checked against each other and this job's ranks."""
+        stages = int(pipeline_stages)
+        if stages != pipeline_stages or stages < 2:
+            raise ValueError(f"Strategy: pipeline_stages must be an integer >= 2, got "
+                             f"{pipeline_stages!r}")
+        parts = int(tensor_parallel)
+        if parts != tensor_parallel or parts < 1:
+            raise ValueError(f"Strategy: tensor_parallel must be a positive integer, got "
+                             f"{tensor_parallel!r}")
+        if self.size > 1 and self.size % (stages * parts):
+            grid = f"{stages}" if parts == 1 else f"{stages}*{parts}"
+            raise ValueError(
+                f"Strategy(pipeline_stages={stages}"
+                + (f", tensor_parallel={parts}" if parts > 1 else "") +
+                f") runs one stage (x tensor part) per rank, D copies of the pipeline side by "
+                f"side: start it with mpiexec -n D*{grid} (this job has {self.size} ranks)")
+        return stages, parts
+
+    def _lay_out_grid(self, stages, parts):
+        """This rank's place in the process grid, rank = (replica * K + stage) * T + part (a
+        stage's T parts are neighbours, then a replica's K stages), and its communicators."""
+        self.pipeline_stages = stages if self.size > 1 else 1
+        self.tensor_parallel = parts if self.size > 1 else 1
+        self.replicas = self.size // (self.pipeline_stages * self.tensor_parallel)
+        self.part = self.rank % self.tensor_parallel
+        self.stage_index = self.rank // self.tensor_parallel % self.pipeline_stages
+        self.replica = self.rank // (self.tensor_parallel * self.pipeline_stages)
+        self.pipeline_comm, self.data_communicator, self.tensor_communicator = _grid(
+            self.communicator, self.stage_index, self.replica, self.part, self.pipeline_stages,
+            self.tensor_parallel)
+        self.rewrite = TensorParallelRewrite(self.tensor_communicator, self.tensor_parallel,
+                                             self.part) if self.tensor_parallel > 1 else None
+
     # ---- the train step ----------------------------------------------------------------------
     def train_function(self, model, xs, ys, weighted=False):
         """This rank's stage of the train step (``Trainer._step`` asks the plan for it)."""
@@ -134,24 +142,8 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
             raise NotImplementedError(f"{model.optimizer.name}: global_clipnorm is not "
                                       f"supported with pipeline_stages (each stage sees only "
                                       f"its own gradients); use clipnorm or clipvalue")
-        spec = model.input_specs()[0]
-        # fit builds the step from all its arrays; its batches (``batches``) say the size
-        batch = min(len(xs[0]), self._batch_size or len(xs[0]))
-        micro_batch = max(1, batch // self.micro_batches)   # weights amortise over it
-        self.costs = split.layer_costs(layers, spec[0], spec[1], batch=micro_batch)
         targets = (model._compiled_targets, ys, weighted)
-        planner = StageMemoryPlanner(model, layers, spec, self.pipeline_stages,
-                                     -(-batch // self.micro_batches), self.schedule,
-                                     self.micro_batches, targets)
-        if self.pipeline_split is not None and self.pipeline_stages > 1:
-            self.starts = split.split_from_names(layers, self.pipeline_split,
-                                                 self.pipeline_stages)
-            check_fits(planner, self.starts)
-        else:
-            self.starts = memory_aware_split(self.costs, planner)
-        bounds = self.starts + [len(layers)]
-        self._planner, self._bounds, self._stage_memory = planner, bounds, None
-        self.memory_budget = planner.budget
+        planner, bounds = self._split(model, layers, len(xs[0]), targets)
         a, b = bounds[self.stage_index], bounds[self.stage_index + 1]
         last = self.stage_index == self.pipeline_stages - 1
         tensor = None
@@ -164,14 +156,7 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
         if planner.budget is not None:   # what the forward and the held activations leave
             self.stage.backward.recompute = planner.backward_budget(
                 self.stage_index, a, b, planner.memory(self.stage_index, a, b).forward)
-        stage_of = {}                 # variable -> the world rank that owns it (replica 0, part 0)
-        for index in range(self.pipeline_stages):
-            for layer in layers[bounds[index]:bounds[index + 1]]:
-                for variable in layer.weights + layer.state_variables:
-                    stage_of.setdefault(id(variable), index * self.tensor_parallel)
-        self._stage_of = stage_of
-        self.ownership = StageOwnership(self.communicator, stage_of)
-        self.ownership._trained = list(model.trainable_weights)
+        self._own_variables(model, layers, bounds)
         self.stage.build_update(model.optimizer)
         self.optimizer_state = self.ownership if self.rewrite is None else \
             GridOptimizerState(self, self.ownership)
@@ -179,6 +164,40 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
         self._model = model
         return PipelineTrainStep(self, self.stage, model._compiled_targets,
                                  (1, len(ys), len(ys) if weighted else 0), self.schedule)
+
+    def _split(self, model, layers, arrays, targets):
+        """The stages' first layers (``starts``), named or the fastest split that fits the
+        memory budget, from the layers' costs per micro-batch; returns the memory planner and
+        the stages' bounds."""
+        spec = model.input_specs()[0]
+        # fit builds the step from all its arrays; its batches (``batches``) say the size
+        batch = min(arrays, self._batch_size or arrays)
+        micro_batch = max(1, batch // self.micro_batches)   # weights amortise over it
+        self.costs = split.layer_costs(layers, spec[0], spec[1], batch=micro_batch)
+        planner = StageMemoryPlanner(model, layers, spec, self.pipeline_stages,
+                                     -(-batch // self.micro_batches), self.schedule,
+                                     self.micro_batches, targets)
+        if self.pipeline_split is not None and self.pipeline_stages > 1:
+            self.starts = split.split_from_names(layers, self.pipeline_split,
+                                                 self.pipeline_stages)
+            check_fits(planner, self.starts)
+        else:
+            self.starts = memory_aware_split(self.costs, planner)
+        bounds = self.starts + [len(layers)]
+        self._planner, self._bounds, self._stage_memory = planner, bounds, None
+        self.memory_budget = planner.budget
+        return planner, bounds
+
+    def _own_variables(self, model, layers, bounds):
+        """Each variable's owner, the world rank of its stage (replica 0, part 0)."""
+        stage_of = {}
+        for index in range(self.pipeline_stages):
+            for layer in layers[bounds[index]:bounds[index + 1]]:
+                for variable in layer.weights + layer.state_variables:
+                    stage_of.setdefault(id(variable), index * self.tensor_parallel)
+        self._stage_of = stage_of
+        self.ownership = StageOwnership(self.communicator, stage_of)
+        self.ownership._trained = list(model.trainable_weights)
 
     # ---- data: every stage sees the whole global batch ---------------------------------------
     def batches(self, n, batch_size, shuffle, rng):
@@ -270,6 +289,12 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
         if self.starts is None:
             raise RuntimeError("strategy.explain(): the split is chosen when fit builds the "
                                "train step; call it after fit (or a train_on_batch)")
+        report, stage_costs = self._report()
+        print_fn("\n".join(self._explain_lines(report, stage_costs)))
+        return report
+
+    def _report(self):
+        """``explain``'s figures, and each stage's estimated cost per micro-batch."""
         K, M = self.pipeline_stages, self.micro_batches
         bounds = self.starts + [len(self.costs)]
         actions = split.stage_actions(self.costs, self.starts)
@@ -307,6 +332,12 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
                       {"forward": m.forward, "backward": m.backward, "held": m.held,
                        "total": m.total} for m in self.stage_memory],
                   "planned_arena_bytes_this_rank": _arena_bytes(self.stage)}
+        return report, stage_costs
+
+    def _explain_lines(self, report, stage_costs):
+        """``explain``'s text: one line for the run, one per stage, the balance and bubble."""
+        K, M, stats = report["stages"], report["micro_batches"], self.pipeline_stats
+        bubble, measured = report["predicted_bubble"], stats.steps > 0
         lines = [f"Pipeline: {K} stages x {M} micro-batches, schedule {self.schedule_name!r}"
                  + (f", {self.tensor_parallel}-way tensor parallel" if self.tensor_parallel > 1
                     else "")
@@ -329,8 +360,7 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
                          f"{stats.bottleneck}, the busiest), imbalance per stage [{per_stage}]; "
                          f"rank {self.rank} idle {report['measured_idle_this_rank']:.3f}, at "
                          f"most {report['activations_held']} micro-batches of activations held")
-        print_fn("\n".join(lines))
-        return report
+        return lines
 
 
 def _grid(communicator, stage, replica, part, stages, parts):
