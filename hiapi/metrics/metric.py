@@ -120,7 +120,8 @@ def graph_update(update_state):
 
 def _deferred(method, fn):
     """``fn`` (``update_state``, ``reset_state`` or ``result``), which inside a traced custom
-    step is recorded and made on the host after each run (``hiapi.graph.step_recording``)."""
+    step is recorded and made on the host after each run (``hiapi.graph.step_recording``);
+    a built-in metric's per-batch statistics are computed in the step itself."""
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         record = step_recording.active()
@@ -129,6 +130,9 @@ def _deferred(method, fn):
             return fn(self, *args, **kwargs)
         if method == "result":
             return step_recording.DeferredResult(self)
+        if method == "update_state" and self.uses_statistics:   # a built-in metric's sums
+            record.defer(self, "merge_statistics", (self.statistics(*args, **kwargs),), {})
+            return None                                         # computed in the step
         record.defer(self, method, args, kwargs)
         return None
     wrapper.defers_in_steps = True

@@ -11,8 +11,6 @@ outputs, the given regularization losses and those the layers added, and updates
 """
 from __future__ import annotations
 
-import numpy as np
-
 from hiapi import metrics as metrics_module
 from hiapi.graph import ops
 from hiapi.layers.layer import _flatten
@@ -32,7 +30,8 @@ class CompileMetrics(metrics_module.Metric):
         for weighted, table in ((False, self._ids), (True, self._weighted_ids)):
             for i, ids in enumerate(_per_output(table, names, "metrics", [])):
                 for identifier in _as_list(ids):
-                    metric = metrics_module.get(identifier, np.shape(ys[i]), np.shape(preds[i]))
+                    metric = metrics_module.get(identifier, tuple(ys[i].shape),
+                                                tuple(preds[i].shape))
                     if any(m is metric for _, m, _ in resolved):
                         metric = metrics_module.clone(metric)
                     if len(preds) > 1:
@@ -41,6 +40,8 @@ class CompileMetrics(metrics_module.Metric):
         return resolved
 
     def update_state(self, y_true, y_pred, sample_weight=None):
+        """Update each compiled metric (in a traced step, each records its own update, so a
+        built-in one computes its statistics in the step)."""
         ys, preds = _flatten(y_true), _flatten(y_pred)
         weights = _flatten(sample_weight) if isinstance(sample_weight, (list, tuple, dict)) \
             else [sample_weight] * len(preds)
@@ -48,6 +49,8 @@ class CompileMetrics(metrics_module.Metric):
             self._metrics = self._resolve(ys, preds)
         for i, metric, weighted in self._metrics:
             metric.update_state(ys[i], preds[i], sample_weight=weights[i] if weighted else None)
+
+    update_state.defers_in_steps = True      # not deferred as a whole: see above
 
     def result(self):
         return {metric.name: metric.result() for _, metric, _ in self._metrics or []}
