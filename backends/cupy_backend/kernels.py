@@ -111,7 +111,15 @@ def gemm(out, a, b, c, alpha, beta):
     # the product through a temporary, then alpha * product + beta * c in one pass; out may be
     # c's storage (each element of c is read before its own element of out is written)
     product = cupy.matmul(a, b)
-    _AXPBY(product, c, out.dtype.type(alpha), out.dtype.type(beta), out)
+    _AXPBY(product, c, _operand(alpha, out.dtype), _operand(beta, out.dtype), out)
+
+
+def _operand(value, dtype):
+    """A scalar operand in ``dtype``: a step input (a 0-d device array, the learning rate)
+    stays on the device; a host number becomes a typed scalar."""
+    if isinstance(value, cupy.ndarray):
+        return value.astype(dtype, copy=False)
+    return dtype.type(value)
 
 
 @register("concatenate")

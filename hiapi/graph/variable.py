@@ -68,7 +68,7 @@ class Variable:
             raise ValueError(f"Variable {self.name!r}: cannot assign a value of shape "
                              f"{array.shape}, the variable has shape {self.shape}")
         get_backend().copy_into(self.storage, array.astype(self.dtype, copy=False))
-        return self.storage
+        return get_backend().to_numpy(self.storage)     # a host array, whatever the device
 
     def assign_add(self, value):
         return self.assign(self._current() + _operand(value))

@@ -24,6 +24,9 @@ import hiapi
 from hiapi import backends, config, layers
 from hiapi.graph import Function, grad, ops, placeholder
 from hiapi.graph.ops.array import ConcatPiece
+from hiapi.graph.ops.custom_gradient import CustomGradient
+from hiapi.graph.ops.nn import IntegralIndices
+from hiapi.graph.ops.sort import argsort
 from hiapi.graph.ops.reduce import SumLike
 from hiapi.graph.schedule import topological_order
 
@@ -207,6 +210,10 @@ CASES = [
     ("concat_piece", lambda g, a, b: ConcatPiece(0, 1)(g, a, b) * 2.0,
      [f32(5, 3), f32(2, 3), f32(3, 3)], ELEMENTWISE),
     ("pad", lambda x: ops.pad(x, ((0, 0), (2, 1))), [f32(3, 5)], ELEMENTWISE),
+    ("argsort", lambda x: argsort(x, axis=1), [distinct(3, 6)], EXACT),
+    ("integral_indices", lambda x: IntegralIndices("labels")(x), [grid(3, 4)], EXACT),
+    ("custom_gradient", lambda x: CustomGradient(lambda g: [g * 3.0])(ops.tanh(x), x),
+     [f32(4, 5)], ELEMENTWISE),
     ("random_uniform", lambda like, counter: ops.random_uniform(like, 7, counter),
      [f32(3, 50), np.array(12, np.int64)], EXACT),
     *[(f"conv2d_{hw}_{khw}_{strides}_{padding}_{dilation}_{groups}",
