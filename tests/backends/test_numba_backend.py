@@ -133,3 +133,28 @@ def test_sparse_cross_entropy_loop_leaves_float16_and_short_labels_to_numpy(monk
         numpy_kernels.kernels["sparse_softmax_cross_entropy"](
             np.empty(8, np.float32), logits.astype(np.float32), short)
     assert type(numba_error.value) is type(numpy_error.value)
+
+
+def test_a_loop_run_in_place_reads_its_input_as_the_output(numba_backend):
+    """An optimizer's update writes the weight's own memory: that input is read as out[i]
+    (LLVM vectorises the loop only then) and the weights equal the numpy backend's bits."""
+    from hiapi.backends.numba_backend import fused
+
+    def train(backend):
+        hiapi.backends.set_backend(backend)
+        hiapi.utils.set_random_seed(3)
+        model = hiapi.Sequential([hiapi.Input((40,)), hiapi.layers.Dense(30, activation="relu"),
+                                  hiapi.layers.Dense(5)])
+        model.compile(optimizer="adam", loss=hiapi.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+        rng = np.random.default_rng(0)
+        x, y = rng.normal(size=(64, 40)).astype(np.float32), rng.integers(0, 5, 64)
+        for _ in range(3):
+            model.train_on_batch(x, y)
+        return model.get_weights()
+
+    fused._compiled.clear()
+    got = train("numba")
+    assert any(fused.IN_PLACE in key[2] for key in fused._compiled)
+    for a, b in zip(got, train("numpy")):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
