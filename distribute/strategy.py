@@ -340,12 +340,14 @@ class Strategy:
 
 def _fit_position(trace):
     """``" at epoch E, batch B"``: where ``fit`` was when it failed (B counted from the epoch's
-    start, also in an epoch resumed from a backup), read from the trainer's frame in the
-    traceback: nothing is recorded per step for it."""
+    start, also in an epoch resumed from a backup), read from the trainer's frames in the
+    traceback (the innermost that knows the epoch): nothing is recorded per step for it."""
     for frame, _ in reversed(list(traceback.walk_tb(trace))):
         names = frame.f_locals
-        if frame.f_code.co_name == "_fit" and "epoch" in names:
-            return f" at epoch {names['epoch'] + 1}, batch {names.get('step', -1) + 1}"
+        if frame.f_code.co_name in ("_train_epoch", "_fit") and "epoch" in names:
+            step = names.get("step")
+            return f" at epoch {names['epoch'] + 1}" + ("" if step is None else
+                                                         f", batch {step + 1}")
     return ""
 
 

@@ -54,7 +54,7 @@ class CallbackList:
     """Calls a hook on each callback in order; the trainer talks to this only."""
 
     def __init__(self, callbacks, model, params):
-        self.callbacks = list(callbacks)
+        self.callbacks, self.params = list(callbacks), params    # shared: fit updates steps
         for callback in self.callbacks:
             callback.set_model(model)
             callback.set_params(params)

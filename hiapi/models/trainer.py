@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
@@ -248,6 +249,8 @@ class Trainer(StepMethods):
         self.history = History()
         thread_tuner.refresh()      # the steps pick threads for the load, unless fixed since
         hooks = self._fit_callbacks(callbacks, verbose, epochs, train_data.steps)
+        hooks.params["batch_size"] = getattr(train_data, "batch_size", None)
+        self._fit_data = weakref.ref(train_data), weakref.ref(hooks)   # set_fit_batch_size
         self.stop_training, self._resume_at = False, None
         hooks.on_train_begin()
         skip = 0
@@ -278,6 +281,18 @@ class Trainer(StepMethods):
         plan.consolidate(self)                  # sharded optimizer state onto rank 0, to save
         hooks.on_train_end(logs)
         return self.history
+
+    def set_fit_batch_size(self, batch_size: int) -> None:
+        """From a callback's ``on_epoch_begin`` (``BatchSizeScheduler``): the running ``fit``
+        takes batches of ``batch_size`` from this epoch on; ``params["steps"]`` follows. A new
+        batch shape compiles the step once more (kept per shape)."""
+        refs = getattr(self, "_fit_data", None)
+        train_data, hooks = (refs[0](), refs[1]()) if refs else (None, None)
+        if train_data is None or hooks is None:
+            raise RuntimeError("set_fit_batch_size: only while fit runs (from a callback)")
+        if batch_size != train_data.batch_size:
+            train_data.rebatch(batch_size)
+            hooks.params["steps"] = train_data.steps
 
     def _fit_callbacks(self, callbacks, verbose, epochs, steps):
         """The user's callbacks, then fit's own: History, the progress bar and, with

@@ -71,3 +71,22 @@ def test_a_generator_running_out_on_one_rank_fails_on_every_rank(tmp_path):
     assert result.returncode != 0
     assert "fit: at step 7 rank(s) [0] have a batch but rank(s) [1] ran out of data" in \
         result.stderr, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+
+
+def test_a_growing_batch_under_a_strategy_grows_the_global_batch(tmp_path):
+    """2 ranks, per-worker batch 10 then 20: one process with 20 then 40."""
+    from hiapi.callbacks import BatchSizeScheduler
+    run_mpi(2, "batch_growth.py", tmp_path)
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 3, 240)
+    x = (rng.normal(size=(240, 6)) + y[:, None]).astype(np.float32)
+    hiapi.utils.set_random_seed(3)
+    model = hiapi.Sequential([hiapi.Input(shape=(6,)), layers.Dense(8, activation="relu"),
+                              layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=hiapi.optimizers.SGD(0.1, momentum=0.9),
+                  loss="sparse_categorical_crossentropy")
+    model.fit(x, y, batch_size=20, epochs=2, shuffle=False, verbose=0,
+              callbacks=[BatchSizeScheduler.instead_of_decay(20, boundaries=[1], factor=2)])
+    saved = np.load(tmp_path / "weights.npz")
+    for i, expected in enumerate(model.get_weights()):
+        np.testing.assert_allclose(saved[f"arr_{i}"], expected, rtol=1e-5, atol=1e-6)

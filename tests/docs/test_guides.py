@@ -11,7 +11,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 GUIDES = ["data.md", "guides/training_loop_from_scratch.md", "guides/customizing_fit.md",
-          "guides/layer_state_and_random.md", "launch.md"]
+          "guides/layer_state_and_random.md", "launch.md", "guides/growing_batches.md"]
 
 
 TORCH_MISSING = importlib.util.find_spec("torch") is None

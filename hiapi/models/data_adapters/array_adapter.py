@@ -18,12 +18,21 @@ class ArrayAdapter(DataAdapter):
         self.arrays = xs + ys + weights
         self.gather = data.BatchGatherer(self.arrays)
         self.second_gather = None       # the other buffer set, once batches are prefetched
-        total = len(plan.batches(self.n, batch_size, False, None))
-        self.steps = total if steps is None else min(total, int(steps))
+        self.cap = steps
+        total = self._count()
         plan.agree(what, samples=self.n, steps=self.steps)
         if total == 0 and self.n:
             raise ValueError(f"{what}: {source} has {self.n} samples, fewer than the "
                              f"{plan.size} workers; each needs at least one")
+
+    def _count(self):
+        total = len(self.plan.batches(self.n, self.batch_size, False, None))
+        self.steps = total if self.cap is None else min(total, int(self.cap))
+        return total
+
+    def rebatch(self, batch_size):
+        self.batch_size = batch_size
+        self._count()
 
     def epoch(self, rng=None, skip=0, shuffle=False):
         batches = self.plan.batches(self.n, self.batch_size, shuffle, rng)[

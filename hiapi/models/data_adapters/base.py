@@ -17,6 +17,7 @@ class DataAdapter:
     ``exhausted``: True once a source that cannot restart has run out.
     """
     steps = None
+    batch_size = None      # None: the source makes its own batches
     exhausted = False
     what = "fit"
 
@@ -31,6 +32,14 @@ class DataAdapter:
 
     def on_epoch_begin(self):
         pass
+
+    def rebatch(self, batch_size):
+        """Batches of ``batch_size`` from the next epoch on (``BatchSizeScheduler``); ``steps``
+        follows. A source that makes its own batches cannot."""
+        raise ValueError(f"{self.what}: this data source makes its own batches (a generator, "
+                         f"or a PyDataset without a batch_size attribute), so its batch size "
+                         f"cannot change; pass arrays, or a PyDataset whose __len__ and "
+                         f"__getitem__ follow a settable batch_size")
 
     def on_epoch_end(self):
         pass

@@ -21,15 +21,33 @@ class PyDatasetAdapter(DataAdapter):
         plan.agree(what, batches=self.length)
         if self.length == 0:
             raise ValueError(f"{what}: the PyDataset is empty (len 0); there is no data")
-        per_rank = self.length // plan.size
-        if per_rank == 0:
-            raise ValueError(f"{what}: the PyDataset has {self.length} batches, fewer than "
-                             f"the {plan.size} workers; each needs at least one")
-        self.steps = per_rank if steps is None else min(per_rank, int(steps))
+        self.cap = steps
+        self._count()
         self.loader = loader_for(dataset)
         # the first batch, read to trace the step, is not read again by the first epoch
         self._cached = (plan.rank, self._checked(plan.rank, dataset[plan.rank]))
         self.first = self._cached[1]
+
+    def _count(self):
+        per_rank = self.length // self.plan.size
+        if per_rank == 0:
+            raise ValueError(f"{self.what}: the PyDataset has {self.length} batches, fewer "
+                             f"than the {self.plan.size} workers; each needs at least one")
+        self.steps = per_rank if self.cap is None else min(per_rank, int(self.cap))
+
+    @property
+    def batch_size(self):
+        return getattr(self.dataset, "batch_size", None)
+
+    def rebatch(self, batch_size):
+        """A PyDataset whose ``__len__``/``__getitem__`` follow its ``batch_size`` attribute
+        (``FileDataset``, ``TimeseriesDataset``, most hand-written ones) re-batches."""
+        if not isinstance(self.batch_size, int):
+            super().rebatch(batch_size)
+        self.dataset.batch_size = batch_size
+        self.length, self._cached = int(self.dataset.num_batches), None
+        self.loader.close()           # worker processes hold the dataset as it was
+        self._count()
 
     def _checked(self, index, item):
         batch = self.prepare(*data.unpack_batch(item, self.what, self.targets))
