@@ -88,6 +88,9 @@ class GradientTape:
         leaves = _leaves(sources)
         points = [_as_source(leaf, "gradient") for leaf in leaves]
         grads = grad(total, points, stop=self._stopped)
+        if not self.watch_accessed_variables:     # only what was watched has a gradient
+            watched = {id(_as_source(leaf, "watch")) for leaf in self._watched}
+            grads = [g if id(p) in watched else None for g, p in zip(grads, points)]
         if unconnected_gradients == "zero":
             grads = [ops.broadcast_like(ops.constant(0.0, p.dtype), p) if g is None else g
                      for g, p in zip(grads, points)]

@@ -56,6 +56,21 @@ def test_stop_recording_unconnected_and_a_second_gradient_of_a_used_tape():
         twice(np.ones(2, "float32"))
 
 
+def test_without_watching_accessed_variables_only_watched_ones_have_gradients():
+    a = hiapi.graph.Variable(np.float32(2.0))
+    b = hiapi.graph.Variable(np.float32(3.0))
+
+    @hiapi.function
+    def step(x):
+        with hiapi.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(a)
+            loss = ops.sum(x * a * b)
+        return tape.gradient(loss, [a, b], unconnected_gradients="zero")
+
+    da, db = step(np.ones(2, "float32"))
+    assert float(da) == pytest.approx(6.0) and float(db) == 0.0
+
+
 def test_gradient_of_a_non_scalar_and_eager_values_are_clear_errors():
     w = hiapi.graph.Variable(np.ones(2, "float32"))
 

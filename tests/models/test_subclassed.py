@@ -226,8 +226,10 @@ class Heads(keras.Model):
     def get_config(self):
         return {**super().get_config(), "units": self.units}
 warnings.simplefilter("error")
-model = keras.models.load_model(sys.argv[1] + "/heads.keras")
-np.save(sys.argv[1] + "/keras_y.npy", model.predict(np.load(sys.argv[1] + "/x.npy"), verbose=0))
+for name in ("heads", "wrapped"):
+    model = keras.models.load_model(f"{sys.argv[1]}/{name}.keras")
+    np.save(f"{sys.argv[1]}/keras_{name}.npy",
+            model.predict(np.load(sys.argv[1] + "/x.npy"), verbose=0))
 '''
 
 
@@ -250,11 +252,17 @@ def test_keras_file_of_a_subclassed_model_in_keras_layout(tmp_path):
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
                                rtol=1e-6)
     loaded.fit(x, np.ones((8, 1)), verbose=0)
+    inputs = hiapi.Input(shape=(5,))
+    wrapped = hiapi.Model(inputs, Heads()(inputs))       # inside a functional model
+    wrapped.save(tmp_path / "wrapped.keras")
+    np.testing.assert_allclose(hiapi.models.load_model(tmp_path / "wrapped.keras").predict(
+        x, verbose=0), wrapped.predict(x, verbose=0), rtol=1e-6)
     python = os.environ.get("HIAPI_KERAS_PYTHON")
     if python:                            # real Keras reads it with the class registered
         np.save(tmp_path / "x.npy", x)
         script = tmp_path / "keras_heads.py"
         script.write_text(KERAS_HEADS)
         subprocess.run([python, str(script), str(tmp_path)], check=True, timeout=300)
-        np.testing.assert_allclose(np.load(tmp_path / "keras_y.npy"),
-                                   model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+        for name, saved in (("heads", model), ("wrapped", wrapped)):
+            np.testing.assert_allclose(np.load(tmp_path / f"keras_{name}.npy"),
+                                       saved.predict(x, verbose=0), rtol=1e-5, atol=1e-6)

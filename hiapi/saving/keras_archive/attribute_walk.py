@@ -1,16 +1,19 @@
-"""Where Keras 3 keeps the weights of a subclassed model in ``model.weights.h5``: the model's
-own variables in ``vars``, then its attributes in name order, each layer at its attribute's
-name, each list or dict of layers as a container (``blocks/dense``, ``blocks/dense_1``), and
-``layers`` (every tracked layer, in assignment order) for those no attribute reached first.
-An object reached twice is written once, where it was first met. A Sequential or functional
-model met on the way keeps its own layout (``h5_weights.write_model``); hiapi's built-in layers
-theirs (``write_layer``).
+"""Where Keras 3 keeps each layer's weights in ``model.weights.h5``: the path it walks to
+reach the layer from the model.
+
+A Sequential or functional model lists its layers in the container ``layers``, each named
+after its class in Keras's order (``layers/dense``, ``layers/dense_1``; ``keras_layers``). A
+subclassed model keeps its own variables in ``vars``, then its attributes in name order: a
+layer at its attribute's name, a list or dict of layers as a container (``blocks/dense``,
+``blocks/dense_1``), and ``layers`` (every tracked layer, in assignment order) for those no
+attribute reached first. An object reached twice is written once, where it was first met.
+hiapi's built-in layers keep their own layout (``h5_weights.write_layer``).
 """
 from hiapi.layers.layer import Layer
 from hiapi.models import model_config, subclassed
-from hiapi.saving.keras_archive.h5_weights import (group_names, read_layer, read_model,
-                                                    read_vars, write_layer, write_model,
-                                                    write_vars)
+from hiapi.layers.input_layer import InputLayer
+from hiapi.saving.keras_archive.h5_weights import (group_names, read_layer, read_vars,
+                                                    write_layer, write_vars)
 
 
 def walks(layer):
@@ -34,6 +37,14 @@ def children(layer):
     return entries
 
 
+def _graph_children(model):
+    """A Sequential or functional model's layers in Keras's order, as ``layers/<name>``
+    (Sequential leaves out its InputLayer, a functional model keeps them)."""
+    layers = model_config.keras_layers(model)
+    return [(f"layers/{group}", layer) for layer, group in
+            zip(layers, group_names(type(layer).__name__ for layer in layers))]
+
+
 def write(file, layer, path="", visited=None):
     visited = set() if visited is None else visited
     if id(layer) in visited:
@@ -41,7 +52,9 @@ def write(file, layer, path="", visited=None):
     visited.add(id(layer))
     prefix = f"{path}/" if path else ""
     if model_config.is_graph_model(layer):
-        write_model(file, layer, model_config.keras_layers(layer), path)
+        write_vars(file, f"{prefix}vars", layer.name, [])
+        for child_path, child in _graph_children(layer):
+            write(file, child, prefix + child_path, visited)
     elif walks(layer):
         write_vars(file, f"{prefix}vars", layer.name, [v.numpy() for v in layer._weights])
         for child_path, child in children(layer):
@@ -57,7 +70,9 @@ def read(file, layer, filepath, path="", visited=None):
     visited.add(id(layer))
     prefix = f"{path}/" if path else ""
     if model_config.is_graph_model(layer):
-        read_model(file, layer, filepath, path)
+        for child_path, child in _graph_children(layer):
+            if not isinstance(child, InputLayer):
+                read(file, child, filepath, prefix + child_path, visited)
     elif walks(layer):
         own = layer._weights
         values = read_vars(file, f"{prefix}vars")

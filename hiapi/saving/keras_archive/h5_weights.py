@@ -14,8 +14,6 @@ import re
 
 import numpy as np
 
-from hiapi.layers.input_layer import InputLayer
-from hiapi.models import model_config
 from hiapi.saving.keras_archive.layer_config import SUBLAYER_WEIGHTS, WRAPPED
 
 RECURRENT = {"LSTM": "lstm_cell", "GRU": "gru_cell", "SimpleRNN": "simple_rnn_cell"}
@@ -64,19 +62,6 @@ def write_vars(file, path, name, arrays):
         group.create_dataset(str(index), data=np.asarray(array))
 
 
-def write_model(file, model, layers, path=""):
-    """``model``'s variables under ``path``; ``layers`` in Keras's order for ``model.layers``
-    (Sequential leaves out its InputLayer, a functional model keeps them)."""
-    prefix = f"{path}/" if path else ""
-    write_vars(file, f"{prefix}vars", model.name, [])
-    for layer, group in zip(layers, group_names(type(l).__name__ for l in layers)):
-        layer_path = f"{prefix}layers/{group}"
-        if model_config.is_graph_model(layer):
-            write_model(file, layer, model_config.keras_layers(layer), layer_path)
-        else:
-            write_layer(file, layer, layer_path)
-
-
 def write_layer(file, layer, layer_path):
     class_name = type(layer).__name__
     wrapped = WRAPPED.get(class_name, {})
@@ -107,19 +92,6 @@ def read_vars(file, path):
     if group is None:
         return []
     return [np.asarray(group[str(i)]) for i in range(len(group))]
-
-
-def read_model(file, model, filepath, path=""):
-    """Assign the variables of ``model``'s layers from ``file``, found as Keras finds them."""
-    prefix = f"{path}/" if path else ""
-    layers = model_config.keras_layers(model)
-    for layer, group in zip(layers, group_names(type(l).__name__ for l in layers)):
-        layer_path = f"{prefix}layers/{group}"
-        if model_config.is_graph_model(layer):
-            read_model(file, layer, filepath, layer_path)
-            continue
-        if not isinstance(layer, InputLayer):
-            read_layer(file, layer, filepath, layer_path)
 
 
 def read_layer(file, layer, filepath, layer_path):
