@@ -11,7 +11,7 @@ import pytest
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"
 PACKAGES = ["hiapi.models", "hiapi.layers", "hiapi.optimizers", "hiapi.optimizers.schedules",
             "hiapi.losses", "hiapi.metrics", "hiapi.callbacks", "hiapi.distribute",
-            "hiapi.utils"]
+            "hiapi.utils", "hiapi.random"]
 
 
 def documented():
