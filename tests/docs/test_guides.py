@@ -8,8 +8,9 @@ they must not run with ``if __name__ == "__main__":``).
 
 A block is left out only when its fence says so, visibly: a title starting "Not run", which
 the site shows above the block (```` ```python title="Not run by the tests: needs a GPU" ````).
-Those are listed here as skipped tests with the page's reason. A block that imports torch (an
-extra) is left out the same way where torch is not installed.
+Those are listed here as skipped tests with the page's reason. A block that imports torch or
+selects the cupy backend (extras) is left out the same way where that package is not installed,
+so the GPU pages run where cupy is.
 """
 import importlib.util
 import json
@@ -23,7 +24,8 @@ import pytest
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FENCE = re.compile(r"^( *)```python([^\n]*)\n(.*?)^\1```", re.S | re.M)
 NOT_RUN = re.compile(r'title="(Not run[^"]*)"')
-TORCH_MISSING = importlib.util.find_spec("torch") is None
+#: (what a block says, the package it then needs): left out where the package is missing
+EXTRAS = [("import torch", "torch"), ('set_backend("cupy")', "cupy"), ("import cupy", "cupy")]
 RUNNER = """import json, pathlib
 for _page, _line, _source in json.loads(pathlib.Path(__file__).with_name("blocks.json").read_text()):
     exec(compile("\\n" * (_line - 1) + _source, _page, "exec"))
@@ -40,8 +42,9 @@ def page_blocks(page):
         source = "".join(row[len(indent):] for row in body.splitlines(keepends=True))
         skip = NOT_RUN.search(info)
         reason = skip.group(1) if skip else None
-        if reason is None and "import torch" in source and TORCH_MISSING:
-            reason = "torch is not installed (an extra)"
+        for says, package in EXTRAS:
+            if reason is None and says in source and importlib.util.find_spec(package) is None:
+                reason = f"{package} is not installed (an extra)"
         found.append((line, source, reason))
     return found
 
@@ -59,7 +62,7 @@ def test_page_examples_run(tmp_path, page):
     blocks = [(f"docs/{name(page)}", line, source)
               for line, source, reason in page_blocks(page) if reason is None]
     if not blocks:
-        pytest.skip("every block of this page is marked not run")
+        pytest.skip("no block of this page runs here (each is listed with its reason)")
     (tmp_path / "blocks.json").write_text(json.dumps(blocks))
     (tmp_path / "page.py").write_text(RUNNER)
     result = subprocess.run([sys.executable, "page.py"], cwd=tmp_path, capture_output=True,
