@@ -43,8 +43,12 @@ def main(argv=None):
         command = mpiexec.command(args.ranks, [args.script, *args.args], args.hosts,
                                   args.hostfile, threads,
                                   {"HIAPI_RUN_ATTEMPT": str(attempt)}.items())
-        result = run_attempt(command, args.output, {**os.environ,
-                                                    "HIAPI_RUN_ATTEMPT": str(attempt)})
+        try:
+            result = run_attempt(command, args.output, {**os.environ,
+                                                        "HIAPI_RUN_ATTEMPT": str(attempt)})
+        except KeyboardInterrupt:
+            say("interrupted: the ranks were stopped; no restart")
+            return 130
         if result.returncode == 0:
             if attempt:
                 say(f"the job finished after {attempt} restart(s)")

@@ -33,13 +33,22 @@ def run_attempt(command, output="all", environment=None):
         reader.start()
     try:
         code = process.wait()
-    except KeyboardInterrupt:            # Ctrl-C reached mpiexec too; let it end the ranks
-        code = process.wait()
+    except KeyboardInterrupt:            # Ctrl-C reached mpiexec too; it ends the ranks
+        _wait_through_interrupts(process)
         raise
     finally:
         for reader in readers:
             reader.join()
     return Attempt(code, log.failure() if code != 0 else None)
+
+
+def _wait_through_interrupts(process):
+    """Wait for ``mpiexec`` to end its ranks, however often Ctrl-C is pressed meanwhile."""
+    while True:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 def _relay(stream, target, output, log, lock):

@@ -3,8 +3,10 @@ rank, a failure summary naming the first failing rank, restarts that resume from
 BackupAndRestore to the uninterrupted run's weights bit for bit, and a repeating failure
 that stops the restarts."""
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -65,3 +67,25 @@ def test_only_rank_0_output_and_the_thread_budget(tmp_path):
     assert sorted(every.stdout.splitlines()) == [
         f"[rank {r}] rank {r} threads {max(1, len(os.sched_getaffinity(0)) // 2)}"
         for r in range(2)]
+
+
+def test_ctrl_c_stops_every_rank_and_the_launcher_without_a_restart(tmp_path):
+    script = tmp_path / "sleepy.py"
+    script.write_text("import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(120)\n")
+    process = subprocess.Popen([sys.executable, "-m", "hiapi.run", "-n", "2", "--max-restarts",
+                                "3", str(script)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               start_new_session=True)
+    pids = []
+    while len(pids) < 2:
+        line = process.stdout.readline()
+        assert line, process.stderr.read()
+        pids += [int(line.split()[-1])] if " pid " in line else []
+    os.killpg(process.pid, signal.SIGINT)              # a terminal's Ctrl-C: the whole group
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted: the ranks were stopped" in err
+    assert "restarting" not in err
+    time.sleep(0.5)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
