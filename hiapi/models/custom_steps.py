@@ -98,12 +98,12 @@ class CustomStep:
         self.n_feed = sum(self.counts)
         self.tracker = StepLogs(model)
         self._traces = {}
-        self.latest = self._traced([a.shape for a in [*xs, *ys, *weights]])
+        self.latest = None        # traced at the first call, for that batch's shapes
 
     @property
     def _executables(self):
         """The compiled graphs of the step traced last (``memory_report`` reads them)."""
-        return self.latest.function._executables
+        return self.latest.function._executables if self.latest is not None else {}
 
     def _traced(self, shapes):
         key = None if self.free_batch else tuple(tuple(s) for s in shapes)

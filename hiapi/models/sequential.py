@@ -127,6 +127,13 @@ class Sequential(Model):
             return None
         return [(self._input_shape, self._input_dtype)]
 
+    def _call_symbolic(self, inputs, training, mask=None):
+        if not self.built and self._input_shape is None and hasattr(inputs, "shape"):
+            # built by its first call: any batch size (a custom step traced for a concrete
+            # batch, or the whole data, must not fix it)
+            self.build((None,) + tuple(inputs.shape[1:]))
+        return super()._call_symbolic(inputs, training, mask)
+
     def call(self, inputs, training=None):
         if self._input_shape is not None:
             check_input(self, 0, self._input_shape, inputs.shape)

@@ -184,3 +184,58 @@ def test_a_metric_of_ones_own_in_fit_and_a_custom_step():
                   loss=hiapi.losses.SparseCategoricalCrossentropy(from_logits=True))
     history = model.fit(x, y, batch_size=32, epochs=4, verbose=0).history
     assert history["hits"][-1] > history["hits"][0] and history["hits"][-1] > 80
+
+
+class Sampling(layers.Layer):
+    """z = mean + exp(log_var / 2) * eps, adding the KL divergence to N(0, 1) with add_loss."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.noise = layers.GaussianNoise(1.0, seed=7)
+
+    def call(self, inputs, training=None):
+        z_mean, z_log_var = inputs
+        epsilon = self.noise(ops.zeros_like(z_mean), training=True)
+        kl = -0.5 * (1 + z_log_var - ops.square(z_mean) - ops.exp(z_log_var))
+        self.add_loss(ops.mean(ops.sum(kl, axis=1)) / 784.0)
+        return z_mean + ops.exp(0.5 * z_log_var) * epsilon
+
+
+class VAE(hiapi.Model):
+    def __init__(self, latent_dim=2, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden = layers.Dense(64, activation="relu")
+        self.z_mean = layers.Dense(latent_dim)
+        self.z_log_var = layers.Dense(latent_dim)
+        self.sampling = Sampling()
+        self.decoder = hiapi.Sequential([layers.Dense(64, activation="relu"),
+                                         layers.Dense(784, activation="sigmoid")])
+
+    def call(self, inputs, training=None):
+        h = self.hidden(inputs)
+        return self.decoder(self.sampling([self.z_mean(h), self.z_log_var(h)]))
+
+
+class VAEWithOwnStep(VAE):
+    def train_step(self, data):
+        x, y = data
+        with hiapi.GradientTape() as tape:
+            reconstruction = self(x, training=True)
+            loss = self.compute_loss(x=x, y=y, y_pred=reconstruction)   # + the KL term
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply(grads, self.trainable_variables)
+        self._loss_tracker.update_state(loss)
+        return {"loss": self._loss_tracker.result()}
+
+
+@pytest.mark.parametrize("cls", [VAE, VAEWithOwnStep])
+def test_vae_with_add_loss_on_mnist_learns(backend, cls):
+    hiapi.utils.set_random_seed(5)
+    (x, _), _ = hiapi.datasets.mnist.load_data()
+    x = x[:2048].reshape(-1, 784).astype("float32") / 255.0
+    vae = cls()
+    vae.compile(optimizer=hiapi.optimizers.Adam(0.002), loss="binary_crossentropy")
+    history = vae.fit(x, x, epochs=4, batch_size=128, verbose=0).history
+    assert history["loss"][-1] < 0.75 * history["loss"][0], history["loss"]
+    with_kl = vae.evaluate(x[:256], x[:256], verbose=0)
+    assert np.isfinite(with_kl)
