@@ -21,6 +21,7 @@ from hiapi.backends import get_backend
 from hiapi.graph import Function, Var, step_recording
 from hiapi.graph.step_recording import DeferredResult
 from hiapi.graph.variable import Variable
+from hiapi.layers.layer import _flatten
 from hiapi.layers.layer_io import not_a_node
 from hiapi.graph.tracing import collect_state
 
@@ -78,21 +79,13 @@ def _checked(updates, name):
 
 def _vars_in(structure):
     found, seen = [], set()
-    for leaf in _leaves(structure):
+    for leaf in _flatten(structure):
         if isinstance(leaf, Variable):
             leaf = leaf.read
         if isinstance(leaf, Var) and id(leaf) not in seen:
             seen.add(id(leaf))
             found.append(leaf)
     return found
-
-
-def _leaves(structure):
-    if isinstance(structure, (list, tuple)):
-        return [leaf for item in structure for leaf in _leaves(item)]
-    if isinstance(structure, dict):
-        return [leaf for item in structure.values() for leaf in _leaves(item)]
-    return [structure]
 
 
 def _map(fn, structure):

@@ -8,14 +8,6 @@ import hiapi
 from hiapi import layers, ops
 
 
-@pytest.fixture(params=["numpy", "numba"])
-def backend(request):
-    previous = hiapi.backends.get_backend().name
-    hiapi.backends.set_backend(request.param)
-    yield request.param
-    hiapi.backends.set_backend(previous)
-
-
 def regression(n=256, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, 8)).astype("float32")
@@ -45,7 +37,7 @@ def functional(cls, units=1):
     return cls(inputs, layers.Dense(units)(inputs))
 
 
-def test_keras_three_train_step_learns(backend):
+def test_keras_three_train_step_learns(cpu_backend):
     x, y = regression()
     model = functional(KerasThreeStep)
     model.compile(optimizer=hiapi.optimizers.Adam(0.05), loss="mse", metrics=["mae"])
@@ -57,7 +49,7 @@ def test_keras_three_train_step_learns(backend):
     assert sorted(logs) == ["loss", "mae"] and logs["loss"] < 0.2 * history["loss"][0]
 
 
-def test_tf_keras_two_compiled_loss_and_metrics_with_sample_weights(backend):
+def test_tf_keras_two_compiled_loss_and_metrics_with_sample_weights(cpu_backend):
     class TfKerasTwo(hiapi.Model):
         def train_step(self, data):
             x, y, sample_weight = hiapi.utils.unpack_x_y_sample_weight(data)
@@ -81,7 +73,7 @@ def test_tf_keras_two_compiled_loss_and_metrics_with_sample_weights(backend):
     assert np.mean((model.predict(x, verbose=0) - y) ** 2) < 0.5      # the junk was ignored
 
 
-def test_lower_level_own_loss_metrics_and_custom_test_step(backend):
+def test_lower_level_own_loss_metrics_and_custom_test_step(cpu_backend):
     class LowLevel(hiapi.Model):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -121,7 +113,7 @@ def test_lower_level_own_loss_metrics_and_custom_test_step(backend):
     assert abs(history["val_loss"][-1] - model.evaluate(x, y, verbose=0)[0]) < 1e-4
 
 
-def test_predict_step_and_subclassed_model_with_custom_step(backend):
+def test_predict_step_and_subclassed_model_with_custom_step(cpu_backend):
     class Doubling(hiapi.Model):
         def __init__(self):
             super().__init__()

@@ -8,14 +8,6 @@ import hiapi
 from hiapi import layers, ops
 
 
-@pytest.fixture(params=["numpy", "numba"])
-def backend(request):
-    previous = hiapi.backends.get_backend().name
-    hiapi.backends.set_backend(request.param)
-    yield request.param
-    hiapi.backends.set_backend(previous)
-
-
 class GAN(hiapi.Model):
     def __init__(self, discriminator, generator, latent_dim):
         super().__init__()
@@ -58,7 +50,7 @@ class GAN(hiapi.Model):
         return {"d_loss": self.d_loss_tracker.result(), "g_loss": self.g_loss_tracker.result()}
 
 
-def test_gan_with_two_optimizers_moves_the_generator_to_the_data(backend):
+def test_gan_with_two_optimizers_moves_the_generator_to_the_data(cpu_backend):
     hiapi.utils.set_random_seed(3)
     rng = np.random.default_rng(3)
     target = np.array([2.0, -1.0], "float32")
@@ -118,7 +110,7 @@ class Distiller(hiapi.Model):
         return self.student(x)
 
 
-def test_one_model_trains_another_by_distillation(backend):
+def test_one_model_trains_another_by_distillation(cpu_backend):
     (x, y), (x_test, y_test) = hiapi.datasets.mnist.load_data()
     x = x[:3000].reshape(-1, 784).astype("float32") / 255.0
     y = y[:3000]
@@ -229,7 +221,7 @@ class VAEWithOwnStep(VAE):
 
 
 @pytest.mark.parametrize("cls", [VAE, VAEWithOwnStep])
-def test_vae_with_add_loss_on_mnist_learns(backend, cls):
+def test_vae_with_add_loss_on_mnist_learns(cpu_backend, cls):
     hiapi.utils.set_random_seed(5)
     (x, _), _ = hiapi.datasets.mnist.load_data()
     x = x[:2048].reshape(-1, 784).astype("float32") / 255.0

@@ -45,11 +45,18 @@ def _graph_children(model):
             zip(layers, group_names(type(layer).__name__ for layer in layers))]
 
 
+def _first_visit(layer, visited):
+    """Whether ``layer`` is met for the first time on this walk (then marked as met)."""
+    if id(layer) in visited:
+        return False
+    visited.add(id(layer))
+    return True
+
+
 def write(file, layer, path="", visited=None):
     visited = set() if visited is None else visited
-    if id(layer) in visited:
+    if not _first_visit(layer, visited):
         return
-    visited.add(id(layer))
     prefix = f"{path}/" if path else ""
     if model_config.is_graph_model(layer):
         write_vars(file, f"{prefix}vars", layer.name, [])
@@ -65,9 +72,8 @@ def write(file, layer, path="", visited=None):
 
 def read(file, layer, filepath, path="", visited=None):
     visited = set() if visited is None else visited
-    if id(layer) in visited:
+    if not _first_visit(layer, visited):
         return
-    visited.add(id(layer))
     prefix = f"{path}/" if path else ""
     if model_config.is_graph_model(layer):
         for child_path, child in _graph_children(layer):

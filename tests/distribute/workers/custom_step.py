@@ -4,6 +4,7 @@ with ``reference``, in one process on the global batch; writes weights and histo
 
 usage: custom_step.py OUT_DIR STEP(builtin|custom) MODE(strategy|reference) RANKS
 """
+import contextlib
 import json
 import sys
 
@@ -49,7 +50,7 @@ def main(out, step, mode, ranks):
     x, y = x[:1000] / 255.0, y[:1000]
     strategy = hiapi.distribute.Strategy() if mode == "strategy" else None
     cls = CustomClassifier if step == "custom" else Classifier
-    with strategy.scope() if strategy else _Nothing():
+    with strategy.scope() if strategy else contextlib.nullcontext():
         model = cls()
         model.compile(optimizer=hiapi.optimizers.SGD(0.1, momentum=0.9),
                       loss="sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -59,14 +60,6 @@ def main(out, step, mode, ranks):
     np.savez(f"{out}/{step}_{mode}_{rank}.npz", *model.get_weights())
     with open(f"{out}/{step}_{mode}_{rank}.json", "w") as handle:
         json.dump(history.history, handle)
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 if __name__ == "__main__":
