@@ -244,9 +244,9 @@ class Layer(LayerIO, LayerLosses):
             if id(variable) in trainable:     # a frozen weight's penalty is not a loss (Keras)
                 tracing.add_regularization(
                     variable, lambda: regularizer(tracing.current_value(variable)))
-        if self.activity_regularizer is not None and tracing.in_trace():   # building a
-            for output in _flatten(outputs):          # model (no step traced) adds no loss
-                self.add_loss(self.activity_regularizer(output))
+        if self.activity_regularizer is not None:
+            for output in _flatten(outputs):
+                self._record_loss(self.activity_regularizer(output))
         for var in _flatten(outputs):
             var._keras_history = (self, inputs, outputs)
         self._output_shape = _map(lambda v: v.shape, outputs)

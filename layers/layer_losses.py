@@ -38,10 +38,14 @@ class LayerLosses:
                     f"Layer {self.name!r}: add_loss() can only be called from inside call(), "
                     f"on a tensor computed there; got {term!r}")
         for term in terms:
-            term = term if term.shape == () else ops.sum(term)
-            if tracing.collecting():     # building a functional model records nothing (Keras)
-                self._own_losses().append(term)
-            tracing.add_loss(term)
+            self._record_loss(term)
+
+    def _record_loss(self, term):
+        """Add one loss term of this layer's call (also the activity regularizer's)."""
+        term = term if term.shape == () else ops.sum(term)
+        if tracing.collecting():         # building a functional model records nothing (Keras)
+            self._own_losses().append(term)
+        tracing.add_loss(term)
 
     def _own_losses(self) -> list[Any]:
         if "_losses" not in self.__dict__:

@@ -164,3 +164,13 @@ def test_a_non_scalar_loss_is_summed():
     layer = SumLoss()
     layer(np.arange(4, dtype=np.float32).reshape(2, 2))
     assert layer.losses[0] == pytest.approx(3.0)
+
+
+def test_an_activity_regularizer_is_one_of_the_losses():
+    layer = layers.Dense(2, kernel_initializer="ones",
+                         activity_regularizer=hiapi.regularizers.L2(0.5))
+    layer(np.ones((1, 3), np.float32))
+    assert layer.losses == [pytest.approx(0.5 * 2 * 3.0 ** 2)]      # outputs are all 3
+    inputs = hiapi.Input((3,))
+    hiapi.Model(inputs, layer(inputs))       # building a model with it is no call: no losses
+    assert layer.losses == []
