@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_step import hiapi_model as cpu_benchmark_model, torch_model as cpu_torch_model  # noqa: E402
+from train_step import (hiapi_model as cpu_benchmark_model,  # noqa: E402
+                        torch_model as cpu_torch_model)
 
 STEPS, WARMUP = 50, 5     # the first steps compile kernels (cupy) or pick algorithms (cuDNN)
 BATCH = {"mlp": 256, "convnet": 128, "cifar": 64, "large": 4096}

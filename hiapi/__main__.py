@@ -98,7 +98,8 @@ def report():
     lines = [f"hiapi {hiapi.__version__} ({os.path.dirname(hiapi.__file__)})",
              f"Python {platform.python_version()} ({sys.executable}) on {platform.platform()}"]
     lines += [f"{names[0]} {_version(*names)}" for names in (
-        ("numpy",), ("numba",), ("mpi4py",), ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"))]
+        ("numpy",), ("numba",), ("mpi4py",),
+        ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"))]
     if importlib.util.find_spec("mpi4py") is not None:
         lines.append(f"MPI library: {_mpi_library()}")
     pools = threadpool_info()

@@ -1,5 +1,5 @@
-"""The cupy backend (``HIAPI_BACKEND=cupy``, ``pip install 'hiapi[cuda12]'`` or ``'hiapi[cuda13]'``): every op on one
-NVIDIA GPU.
+"""The cupy backend: every op on one NVIDIA GPU (``HIAPI_BACKEND=cupy``; ``pip install
+'hiapi[cuda12]'`` or ``'hiapi[cuda13]'``, as the driver's CUDA major).
 
 Arrays live on cupy's current device; the executor's arena is one ``cupy.empty`` allocation from
 cupy's memory pool, and every kernel is queued on cupy's current stream, so a step runs without
@@ -11,7 +11,8 @@ sparse cross-entropy pick). See docs/gpu.md for what is accelerated how.
 Importing this module fails with ImportError when cupy is missing (``hiapi.backends`` turns it
 into the extra to install) and with RuntimeError when cupy is there but no GPU is visible.
 """
-from hiapi.backends.cupy_backend.registry import (  # noqa: F401  (backend: what kernels register into)
+# backend: what the kernel modules register into
+from hiapi.backends.cupy_backend.registry import (  # noqa: F401
     CupyBackend, DeferredChecks, backend)
 
 from hiapi.backends.cupy_backend import kernels  # noqa: E402,F401  (registers the kernels)

@@ -70,7 +70,8 @@ def _ones_row(rows, dtype):
 @register("sum")
 def sum_(out, x, axis, keepdims):
     lead = len(axis)
-    if 0 < lead < x.ndim and x.size and tuple(axis) == tuple(range(lead)) and x.dtype == out.dtype and \
+    if 0 < lead < x.ndim and x.size and tuple(axis) == tuple(range(lead)) and \
+            x.dtype == out.dtype and \
             x.dtype in (cupy.float32, cupy.float64) and x.flags.c_contiguous and \
             out.flags.c_contiguous:
         # a sum over the leading axes (every bias gradient) as one cuBLAS product with a row

@@ -18,7 +18,8 @@ def _require_device():
         raise RuntimeError(
             f"backend 'cupy': no NVIDIA GPU / CUDA driver is visible ({reason}). The cupy "
             f"backend needs an NVIDIA GPU with a CUDA 12 or 13 driver (check nvidia-smi "
-            f"and CUDA_VISIBLE_DEVICES); on the CPU, use HIAPI_BACKEND=numpy or HIAPI_BACKEND=numba.")
+            f"and CUDA_VISIBLE_DEVICES); on the CPU, use HIAPI_BACKEND=numpy or "
+            f"HIAPI_BACKEND=numba.")
 
 
 _require_device()

@@ -56,8 +56,11 @@ def fake_cupy(count=None, error=None):
             raise error
         return count
 
-    runtime = types.SimpleNamespace(getDeviceCount=device_count,
-                                    getDeviceProperties=lambda i: {"name": f"GPU{i}".encode()})
+    runtime = types.SimpleNamespace(
+        getDeviceCount=device_count, driverGetVersion=lambda: 13000,
+        runtimeGetVersion=lambda: 13020,
+        getDeviceProperties=lambda i: {"name": f"GPU{i}".encode(), "totalGlobalMem": 80 * 2**30,
+                                       "major": 9, "minor": 0})
     return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
 
 
@@ -65,7 +68,9 @@ def test_gpu_line_counts_and_names_cupy_devices(monkeypatch):
     import hiapi.__main__ as main
     monkeypatch.setattr(main.importlib.util, "find_spec", lambda name: object())
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count=2))
-    assert main._gpus() == "2 visible (cupy): GPU0, GPU1"
+    line = main._gpus()
+    assert line.startswith("2 visible (cupy): GPU0 (80 GiB, compute capability 9.0), GPU1 (80 GiB, "
+                           "compute capability 9.0); CUDA driver 13.0, runtime 13.2; NCCL ")
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count=0))
     assert main._gpus() == "none visible (cupy)"
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(error=RuntimeError("no CUDA driver")))
