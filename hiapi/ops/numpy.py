@@ -8,7 +8,7 @@ numbers (computing with numpy now); signatures and defaults are ``keras.ops``'s:
 """
 import numpy as np
 
-from hiapi.graph import ops as O
+from hiapi.graph import ops as O, step_recording
 from hiapi.ops.core import eager, eager_array, graph_operand, is_symbolic, standardize_dtype
 
 
@@ -213,16 +213,23 @@ def clip(x, x_min, x_max):
     return np.asarray(np.clip(eager_array(x), x_min, x_max))
 
 
+def _created(array):
+    """A new array; inside a traced step (a custom ``train_step``, a ``hiapi.function``) a
+    tensor of the step, as Keras's are, so ``labels += noise`` with a symbolic ``noise`` adds
+    in the graph rather than into a numpy buffer."""
+    return O.constant(array) if step_recording.active() is not None else array
+
+
 def ones(shape, dtype=None):
-    return np.ones(shape, standardize_dtype(dtype))
+    return _created(np.ones(shape, standardize_dtype(dtype)))
 
 
 def zeros(shape, dtype=None):
-    return np.zeros(shape, standardize_dtype(dtype))
+    return _created(np.zeros(shape, standardize_dtype(dtype)))
 
 
 def full(shape, fill_value, dtype=None):
-    return np.full(shape, fill_value, standardize_dtype(dtype))
+    return _created(np.full(shape, fill_value, standardize_dtype(dtype)))
 
 
 def full_like(x, fill_value, dtype=None):
