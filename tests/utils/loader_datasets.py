@@ -75,3 +75,10 @@ class Shifting(Slices):
     def __getitem__(self, index):
         x, y = super().__getitem__(index)
         return x + self.shift, y
+
+
+class Unsendable(Slices):
+    """A batch that cannot be pickled back to the training process."""
+
+    def __getitem__(self, index):
+        return lambda: index

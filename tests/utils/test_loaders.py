@@ -20,7 +20,7 @@ from hiapi import layers
 from hiapi.runtime import threads
 from hiapi.utils.loaders import ProcessLoader, ThreadLoader, WorkerDied, loader_for
 
-from loader_datasets import Shifting, Slices, blobs
+from loader_datasets import Shifting, Slices, Unsendable, blobs
 
 HERE = Path(__file__).parent
 KINDS = {"threads": dict(workers=3), "processes": dict(workers=2, use_multiprocessing=True)}
@@ -203,3 +203,13 @@ def test_workers_get_the_dataset_again_only_when_it_changes_itself_between_epoch
     fixed.dataset.x = x + 5          # not announced by an epoch hook: not sent again
     np.testing.assert_array_equal(list(fixed.items([0]))[0][0], x[:16])
     fixed.close()
+
+
+def test_a_batch_that_cannot_be_sent_back_is_an_error_not_a_hang():
+    x, y = blobs()
+    loader = loader_for(Unsendable(x, y, **KINDS["processes"]))
+    with pytest.raises(Exception, match="pickle") as raised:
+        list(loader.items([0, 1]))
+    text = "".join(traceback.format_exception(raised.value))
+    assert "sending batch 0" in text or sys.version_info < (3, 11)
+    assert multiprocessing.active_children() == []

@@ -30,12 +30,15 @@ def serve(conn):
                 broken = describe(error, "unpickling the PyDataset in a worker process")
             continue
         try:
-            if broken is not None:
-                conn.send(("error", broken))
-                continue
-            conn.send(("batch", dataset[value]))
+            answer = ("error", broken) if broken is not None else ("batch", dataset[value])
         except Exception as error:
-            conn.send(("error", describe(error, f"batch {value}")))
+            answer = ("error", describe(error, f"batch {value}"))
+        try:
+            conn.send(answer)
+        except (BrokenPipeError, ConnectionResetError):
+            return                                     # the training process is gone
+        except Exception as error:                     # the batch does not pickle
+            conn.send(("error", describe(error, f"sending batch {value}")))
 
 
 def describe(error, where):

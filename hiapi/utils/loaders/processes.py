@@ -177,5 +177,7 @@ def _rebuilt(info):
     if not isinstance(error, BaseException):
         error = RuntimeError(f"{info['type']}: {info['message']} (in a PyDataset worker "
                              f"process, {info['where']})")
+    elif hasattr(error, "add_note"):          # Python 3.11+: shown under the message
+        error.add_note(f"(in a PyDataset worker process, {info['where']})")
     error.__cause__ = RemoteTraceback(info["traceback"])
     return error
