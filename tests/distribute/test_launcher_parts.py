@@ -1,0 +1,43 @@
+"""hiapi.run's parts without a job: the mpiexec command line for several hosts, the thread
+budget per rank, and reading the first failure out of the ranks' output."""
+import sys
+
+from hiapi.run import mpiexec
+from hiapi.run.failures import FailureLog
+
+
+def test_hosts_hostfile_and_the_thread_budget_reach_mpiexec(monkeypatch):
+    monkeypatch.delenv("HIAPI_NUM_THREADS", raising=False)
+    assert mpiexec.ranks_per_host(8, "a:4,b:4") == 4 and mpiexec.ranks_per_host(3, None) == 3
+    assert mpiexec.threads_per_rank(8, "a:4,b:4", cpus=16) == 4
+    assert mpiexec.threads_per_rank(4, None, cpus=2) == 1
+    line = mpiexec.command(8, ["train.py", "--epochs", "2"], hosts="a:4,b:4", threads=4)
+    assert line[1:5] == ["-n", "8", "-hosts", "a:4,b:4"]
+    assert line[line.index("HIAPI_NUM_THREADS") + 1] == "4"
+    assert line[-4:] == [str(mpiexec.SUPERVISOR), "train.py", "--epochs", "2"]
+    assert line[-5] == sys.executable
+    with_file = mpiexec.command(2, ["t.py"], hostfile="hosts.txt")
+    assert with_file[3:5] == ["-f", "hosts.txt"]
+    monkeypatch.setenv("HIAPI_NUM_THREADS", "3")             # the user's choice wins
+    assert "HIAPI_NUM_THREADS" not in mpiexec.command(2, ["t.py"], threads=1)
+
+
+def test_the_first_rank_in_trouble_is_the_failure_with_its_traceback_and_step():
+    log = FailureLog()
+    for rank, text in [(0, "epoch 1 done"), (2, "[hiapi rank 2/4] fit failed at epoch 3, "
+                                               "batch 7; aborting the job:"),
+                       (2, "Traceback (most recent call last):"),
+                       (2, '  File "train.py", line 9, in <module>'),
+                       (2, "MemoryError: out of memory"),
+                       (1, "Traceback (most recent call last):"),
+                       (1, "RuntimeError: collective aborted")]:
+        log.line(rank, text)
+    log.report({"rank": 3, "pid": 5, "host": "n1", "signal": "SIGKILL"})
+    failure = log.failure()
+    assert failure.rank == 2 and failure.position == "epoch 3, batch 7"
+    assert failure.how == "raised MemoryError: out of memory"
+    assert failure.traceback.endswith("MemoryError: out of memory")
+    killed = FailureLog()
+    killed.report({"rank": 3, "pid": 5, "host": "n1", "signal": "SIGKILL"})
+    assert killed.failure().describe() == "rank 3 was killed by SIGKILL (pid 5 on n1)"
+    assert not killed.failure().repeatable
