@@ -3,7 +3,7 @@ and ``predict``.
 
 A model takes this path when it overrides ``train_step``, ``test_step`` or ``compute_loss``
 (then both training and evaluation run its steps, the default ones being Keras's generic
-bodies in ``step_methods.py``), or when it was compiled without a loss; ``predict`` when it overrides
+bodies in ``step_methods.py``); ``predict`` when it overrides
 ``predict_step``. Otherwise the faster built-in steps (``steps.py``) are used.
 
 The data reaches the step as ``fit`` yields it (``pack_x_y_sample_weight``), in the structures
@@ -37,8 +37,7 @@ def overrides_training(model):
 
 def uses_custom_steps(model):
     """Whether training and evaluation run the model's step methods."""
-    return overrides_training(model) or (
-        getattr(model, "compiled", False) and getattr(model, "_loss_ids", None) is None)
+    return overrides_training(model)
 
 
 def prepare(model, x, y, sample_weight, class_weight, check_finite):
