@@ -74,7 +74,7 @@ for pid in "${pids[@]}"; do wait "$pid"; done
 [ -f "$OUT/train_numpy.log" ] && cat "$OUT/train_numpy.log" >>"$OUT/train.log" && rm "$OUT/train_numpy.log"
 
 wants bench && check bench ${LIMIT_BENCH:-120} "$OUT/bench.log" $PY benchmarks/gpu_train_step.py \
-    --policies "${POLICIES:-float32}"
+    --policies "${POLICIES:-float32}" --workloads "${WORKLOADS:-mlp,convnet,cifar,large}"
 if wants gpu; then
     check profile 45 "$OUT/gpu.log" $PY tools/gpu_checks.py profile
     check memory 45 "$OUT/gpu.log" $PY tools/gpu_checks.py memory
