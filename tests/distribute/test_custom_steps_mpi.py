@@ -1,4 +1,4 @@
-"""Subclassed models and custom train steps under a data-parallel Strategy (real mpiexec):
+"""Subclassed models and custom train steps under strategies (real mpiexec). Data parallel:
 the tape's gradients are averaged over workers before they are applied, so two ranks train
 exactly as one process on the global batch."""
 import json
@@ -26,3 +26,17 @@ def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, step):
         for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
             np.testing.assert_allclose(history[key], expected[key], rtol=1e-4)
     assert expected["accuracy"][-1] > expected["accuracy"][0]
+
+
+def test_tensor_parallel_splits_a_subclassed_model_and_pipelines_say_they_cannot(tmp_path):
+    run_mpi(2, "subclassed_parallel.py", tmp_path, "tensor")
+    subprocess.run([sys.executable, str(WORKERS / "subclassed_parallel.py"), str(tmp_path),
+                    "reference"], check=True, timeout=180)
+    np.testing.assert_allclose(json.load(open(tmp_path / "tensor.json")),
+                               json.load(open(tmp_path / "reference.json")), rtol=1e-10)
+    split, whole = np.load(tmp_path / "tensor.npz"), np.load(tmp_path / "reference.npz")
+    for name in whole.files:
+        np.testing.assert_allclose(split[name], whole[name], rtol=1e-10, atol=1e-12)
+    failed = run_mpi(2, "subclassed_parallel.py", tmp_path, "pipeline", check=False)
+    assert failed.returncode != 0
+    assert "model 'mlp' is a subclassed MLP (its call() is Python)" in failed.stderr
