@@ -37,6 +37,11 @@ def parse(argv):
 
 def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        mpiexec.find_mpiexec()
+    except FileNotFoundError as error:
+        print(error, file=sys.stderr)
+        return 2
     threads = args.threads or mpiexec.threads_per_rank(args.ranks, args.hosts)
     previous = None
     for attempt in range(args.max_restarts + 1):

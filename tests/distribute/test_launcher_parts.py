@@ -41,3 +41,11 @@ def test_the_first_rank_in_trouble_is_the_failure_with_its_traceback_and_step():
     killed.report({"rank": 3, "pid": 5, "host": "n1", "signal": "SIGKILL"})
     assert killed.failure().describe() == "rank 3 was killed by SIGKILL (pid 5 on n1)"
     assert not killed.failure().repeatable
+
+
+def test_no_mpiexec_is_a_message_saying_what_to_install(monkeypatch, tmp_path, capsys):
+    from hiapi.run.cli import main
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["-n", "2", "train.py"]) == 2
+    assert "pip install 'hiapi[mpi]'" in capsys.readouterr().err
