@@ -19,6 +19,8 @@ class Backend:
     # the sizes the profiler measures this device's roofline with: a GEMM big enough to reach
     # the peak, a copy well past the caches
     roofline_gemm_size, roofline_copy_mb = 1024, 256
+    # ops whose kernels run on float32 copies of 16-bit inputs (graph/passes/float32_kernels.py)
+    float32_ops: frozenset = frozenset()
 
     def __init__(self):
         self.kernels = {}

@@ -16,6 +16,7 @@ from hiapi import config  # noqa: F401
 from hiapi import activations, initializers, losses, metrics, utils  # noqa: F401
 from hiapi import backend, ops  # noqa: F401
 from hiapi import layers, optimizers, callbacks, models, saving, datasets, distribute  # noqa
+from hiapi import dtype_policy as dtype_policies, mixed_precision  # noqa: F401
 from hiapi.layers import Input  # noqa: F401
 from hiapi.models import Model, Sequential  # noqa: F401
 from hiapi.graph.gradient_tape import GradientTape  # noqa: F401

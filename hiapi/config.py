@@ -17,6 +17,7 @@ from hiapi.runtime.settings import (  # noqa: F401
     epsilon, floatx, image_data_format, is_traceback_filtering_enabled, set_epsilon,
     set_floatx, set_image_data_format, unsafe_deserialization_enabled)
 from hiapi.runtime.threads import num_threads_override, set_num_threads  # noqa: F401
+from hiapi.dtype_policy import dtype_policy, set_dtype_policy  # noqa: F401
 from hiapi.backends import get_backend
 from hiapi.runtime import random_streams as random
 

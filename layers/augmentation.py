@@ -46,7 +46,7 @@ class _RandomImageLayer(SeededLayer):
     identity_at_inference = True
 
     def call(self, inputs, training=None):
-        x = ops.cast(inputs, self.dtype)
+        x = ops.cast(inputs, self.compute_dtype)
         if not training and self.identity_at_inference:
             return x
         if None in x.shape[1:]:

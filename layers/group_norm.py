@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hiapi.graph import ops
-from hiapi.layers.normalization import _Normalization, moments
+from hiapi.layers.normalization import _Normalization, in_float32, moments
 
 
 class GroupNormalization(_Normalization):
@@ -44,6 +44,7 @@ class GroupNormalization(_Normalization):
         self._build_affine((channels,))
         self.built = True
 
+    @in_float32
     def call(self, inputs, training=None):
         ndim, axis = inputs.ndim, self.axis % inputs.ndim
         shape = inputs.shape

@@ -26,7 +26,7 @@ class InputLayer(Layer):
             raise ValueError(f"Input shape must be a tuple without the batch axis, e.g. "
                              f"shape=(784,), got {shape!r}") from None
         self.batch_shape = (batch_size,) + shape
-        output = placeholder(self.batch_shape, np.dtype(self.dtype), name=self.name)
+        output = placeholder(self.batch_shape, self.dtype, name=self.name)
         output._keras_history = (self, (), output)
         layer_io.record(self, output, output, replace=True)    # .input and .output
         self.built = True

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 import numpy as np
 
-from hiapi import constraints, initializers, regularizers
+from hiapi import constraints, dtype_policy, initializers, regularizers
+from hiapi.runtime.dtypes import as_dtype, is_float, is_low_precision
 from hiapi.graph import Function, Variable, ops, placeholder
+from hiapi.graph.variable import autocast
 from hiapi.graph.var import Var
 from hiapi.hints import (ArrayLike, ConstraintLike, DTypeLike, InitializerLike, RegularizerLike,
                          Shape, ShapeLike)
-from hiapi.runtime.settings import floatx
 from hiapi.graph import tracing
 from hiapi.layers import call_signature, eager_mask, layer_io, masks, tracking
 from hiapi.layers.layer_io import LayerIO
@@ -45,7 +46,7 @@ class Layer(LayerIO, LayerLosses):
                             f"{', '.join(sorted(kwargs))}")
         self.name = name or unique_name(snake_case(type(self).__name__))
         self.trainable = trainable
-        self.dtype = np.dtype(dtype or floatx()).name
+        self.dtype_policy = dtype      # a policy, its name or a dtype; None: the global one
         self.built = False
         self.input_spec: InputSpec | None = None
         self._weights: list[Variable] = []
@@ -80,18 +81,42 @@ class Layer(LayerIO, LayerLosses):
             if layer is not self and layer not in self._sublayers:
                 self._sublayers.append(layer)
 
+    # ---- dtype policy (hiapi.dtype_policy) --------------------------------------------------
+    @property
+    def dtype_policy(self) -> dtype_policy.DTypePolicy:
+        return self._dtype_policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self._dtype_policy = dtype_policy.get(value)
+
+    @property
+    def dtype(self) -> str:
+        """The dtype of the layer's variables (float32 under a mixed policy)."""
+        return self._dtype_policy.variable_dtype
+
+    @property
+    def variable_dtype(self) -> str:
+        return self._dtype_policy.variable_dtype
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the layer computes in: its float inputs and weights are cast to it."""
+        return self._dtype_policy.compute_dtype
+
     # ---- weights -----------------------------------------------------------------------------
     def add_weight(self, shape: Sequence[int] = (), initializer: InitializerLike = "glorot_uniform",
                    name: str | None = None, trainable: bool = True, dtype: DTypeLike | None = None,
                    regularizer: RegularizerLike = None,
-                   constraint: ConstraintLike = None) -> Variable:
+                   constraint: ConstraintLike = None, autocast: bool = True) -> Variable:
         """Create a Variable owned by this layer, initialised now, named ``layer/name``.
         A ``regularizer`` adds its penalty to the training loss; a ``constraint`` is applied
-        to the weight after every optimizer update."""
-        dtype = np.dtype(dtype or self.dtype)
+        to the weight after every optimizer update. With ``autocast`` (Keras's default) a
+        float weight is read in the layer's compute dtype inside ``call``."""
+        dtype = as_dtype(dtype or self.dtype)
         value = initializers.get(initializer)(tuple(int(d) for d in shape), dtype)
         variable = Variable(value, name=f"{self.name}/{name or 'weight'}", trainable=trainable,
-                            dtype=dtype)
+                            dtype=dtype, autocast=autocast)
         variable.constraint = constraints.get(constraint)
         regularizer = regularizers.get(regularizer)
         if regularizer is not None:
@@ -103,9 +128,10 @@ class Layer(LayerIO, LayerLosses):
                   dtype: DTypeLike | None) -> Variable:
         """A Variable that is state but not a weight (e.g. a random-number counter): not in
         ``weights`` or the parameter count, as in Keras, but saved with the model."""
-        dtype = np.dtype(dtype)
+        dtype = as_dtype(dtype)
         variable = Variable(initializers.get(initializer)(tuple(shape), dtype),
-                            name=f"{self.name}/{name}", trainable=False, dtype=dtype)
+                            name=f"{self.name}/{name}", trainable=False, dtype=dtype,
+                            autocast=False)
         self._state.append(variable)
         return variable
 
@@ -234,8 +260,12 @@ class Layer(LayerIO, LayerLosses):
                 spec.check(self, index, var.shape)
         previous_mask = _map(masks.get_mask, inputs) if mask is None else mask
         kwargs = call_signature.call_kwargs(self, training, previous_mask)
-        with layer_call(), tracing.batch_reference(flat):
-            outputs = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+        cast_inputs = self._autocast_inputs(inputs, previous_mask)
+        policy = self._dtype_policy
+        with layer_call(), tracing.batch_reference(flat), \
+                autocast(policy.compute_dtype if policy.is_mixed else None):
+            outputs = self.call(*cast_inputs, **kwargs) if spread else \
+                self.call(cast_inputs, **kwargs)
         outputs = _map(_graph_value, outputs)
         outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
         masks.set_output_masks(self, inputs, outputs, previous_mask, _flatten)
@@ -252,6 +282,28 @@ class Layer(LayerIO, LayerLosses):
         self._output_shape = _map(lambda v: v.shape, outputs)
         layer_io.record(self, inputs, outputs)
         return outputs
+
+    def _autocast_inputs(self, inputs, previous_mask):
+        """Float inputs cast to the compute dtype (Keras's autocasting of call arguments)
+        where 16 bits are involved: under a mixed policy, or a 16-bit input to a wider layer
+        (a float32 softmax after float16 layers). Unlike Keras, a float64 input to a float32
+        layer is left to numpy's promotion, as before policies existed (float64 gradient
+        checks of float32 layers rely on it). A cast input keeps its mask."""
+        compute = as_dtype(self.compute_dtype)
+        if not is_float(compute):
+            return inputs
+        mixed = self._dtype_policy.is_mixed
+
+        def cast(var):
+            if not is_float(var.dtype) or var.dtype == compute or not (
+                    mixed or is_low_precision(var.dtype)):
+                return var
+            out = ops.cast(var, compute)
+            if masks.get_mask(var) is not None:
+                out._keras_mask = masks.get_mask(var)
+            return out
+        return _map(cast, inputs) if any(cast(v) is not v for v in _flatten(inputs)) \
+            else inputs
 
     def _call_eager(self, inputs, training, mask=None):
         if mask is None and not isinstance(inputs, (list, tuple, dict)):
@@ -299,7 +351,8 @@ class Layer(LayerIO, LayerLosses):
         return _map(lambda v: v.shape, out)
 
     def get_config(self) -> dict[str, Any]:
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": self._dtype_policy.name}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         return config

@@ -1,12 +1,27 @@
 """``BatchNormalization`` and ``LayerNormalization`` with Keras's arguments and defaults."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 from hiapi.hints import ConstraintLike, InitializerLike, RegularizerLike
 from hiapi import constraints, initializers, regularizers
+from hiapi.runtime.dtypes import is_low_precision
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
+
+
+def in_float32(call):
+    """Run a normalization's ``call`` in float32 when its input is 16-bit (mixed precision),
+    as Keras 3 does: a variance of float16 squares overflows or loses the small differences,
+    and the statistics are kept in float32 anyway. The output is cast back to the input's
+    type."""
+    @functools.wraps(call)
+    def wrapped(self, inputs, *args, **kwargs):
+        if not is_low_precision(inputs.dtype):
+            return call(self, inputs, *args, **kwargs)
+        return ops.cast(call(self, ops.cast(inputs, "float32"), *args, **kwargs), inputs.dtype)
+    return wrapped
 
 
 def moments(x, axes):
@@ -67,12 +82,15 @@ class _Normalization(Layer):
         return normalized
 
     def _build_affine(self, shape):
+        # autocast=False: read in float32, where the statistics are computed (in_float32)
         self.gamma = self.add_weight(shape, self.gamma_initializer, "gamma",
                                      regularizer=self.gamma_regularizer,
-                                     constraint=self.gamma_constraint) if self.scale else None
+                                     constraint=self.gamma_constraint,
+                                     autocast=False) if self.scale else None
         self.beta = self.add_weight(shape, self.beta_initializer, "beta",
                                     regularizer=self.beta_regularizer,
-                                    constraint=self.beta_constraint) if self.center else None
+                                    constraint=self.beta_constraint,
+                                    autocast=False) if self.center else None
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon,
@@ -109,11 +127,13 @@ class BatchNormalization(_Normalization):
         shape = self._param_shape(input_shape, self._axes(len(input_shape)))
         self._build_affine(shape)
         self.moving_mean = self.add_weight(shape, self.moving_mean_initializer, "moving_mean",
-                                           trainable=False)
+                                           trainable=False, autocast=False)
         self.moving_variance = self.add_weight(shape, self.moving_variance_initializer,
-                                               "moving_variance", trainable=False)
+                                               "moving_variance", trainable=False,
+                                               autocast=False)
         self.built = True
 
+    @in_float32
     def call(self, inputs, training=None, mask=None):
         ndim, axes = inputs.ndim, self._axes(inputs.ndim)
         reduce_axes = tuple(a for a in range(ndim) if a not in axes)
@@ -150,6 +170,7 @@ class LayerNormalization(_Normalization):
         self._build_affine(self._param_shape(input_shape, self._axes(len(input_shape))))
         self.built = True
 
+    @in_float32
     def call(self, inputs, training=None):
         axes = self._axes(inputs.ndim)
         mean, variance = moments(inputs, axes)

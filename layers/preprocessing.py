@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from hiapi.runtime.dtypes import as_dtype
 from hiapi.hints import ArrayLike
 from hiapi.graph import ops
 from hiapi.layers.layer import Layer
@@ -35,9 +36,9 @@ class Rescaling(Layer):
         self.scale, self.offset = scale, offset
 
     def call(self, inputs, training=None):
-        x = ops.cast(inputs, self.dtype)
-        scale = np.asarray(self.scale, self.dtype)
-        offset = np.asarray(self.offset, self.dtype)
+        x = ops.cast(inputs, self.compute_dtype)
+        scale = np.asarray(self.scale, as_dtype(self.compute_dtype))
+        offset = np.asarray(self.offset, as_dtype(self.compute_dtype))
         return x * (float(scale) if scale.ndim == 0 else scale) + \
             (float(offset) if offset.ndim == 0 else offset)
 
@@ -115,7 +116,7 @@ class Normalization(Layer):
         return np.broadcast_to(value.reshape(shape), self._broadcast_shape).copy()
 
     def call(self, inputs, training=None):
-        x = ops.cast(inputs, self.dtype)
+        x = ops.cast(inputs, self.compute_dtype)
         if self.input_mean is not None:
             mean, variance = self._given(self.input_mean), self._given(self.input_variance)
             std = np.maximum(np.sqrt(variance), np.float32(EPSILON))

@@ -13,6 +13,7 @@ from hiapi.optimizers.adagrad import Adagrad
 from hiapi.optimizers.adadelta import Adadelta
 from hiapi.optimizers.adamax import Adamax
 from hiapi.optimizers.nadam import Nadam
+from hiapi.optimizers.loss_scale_optimizer import LossScaleOptimizer
 
 _BY_NAME = {"sgd": SGD, "lars": LARS, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop,
             "adagrad": Adagrad, "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam}
@@ -33,6 +34,9 @@ def serialize(optimizer: Optimizer) -> dict[str, Any]:
 
 
 def deserialize(config: dict[str, Any]) -> Optimizer:
+    if config["class_name"] == "LossScaleOptimizer":
+        kwargs = dict(config["config"])
+        return LossScaleOptimizer(deserialize(kwargs.pop("inner_optimizer")), **kwargs)
     cls = {c.__name__: c for c in _BY_NAME.values()}[config["class_name"]]
     kwargs = dict(config["config"])
     lr = kwargs.get("learning_rate")

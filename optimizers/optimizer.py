@@ -128,6 +128,10 @@ class Optimizer:
         return [self.iterations] + list(self._slots.values())
 
     # ---- the update graph --------------------------------------------------------------------
+    def scale_loss(self, loss):
+        """The loss the train step differentiates: itself (``LossScaleOptimizer`` scales it)."""
+        return loss
+
     def update_step(self, gradient, value, variable, learning_rate):
         """The rule for one parameter: ``(Variable, new_value_Var)`` pairs, the parameter's
         own among them. ``value`` is the parameter's current value (after weight decay)."""

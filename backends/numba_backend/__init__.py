@@ -26,3 +26,8 @@ from hiapi.backends.numba_backend.registry import backend  # noqa: E402
 from hiapi.backends.numba_backend import conv, fused, gather, image, pooling  # noqa: E402,F401
 from hiapi.backends.numba_backend import cross_entropy, leading_sum  # noqa: E402,F401
 from hiapi.backends.numba_backend import winograd  # noqa: E402,F401  (after conv: in front of it)
+
+from hiapi.backends.numba_backend import sixteen_bits  # noqa: E402
+from hiapi.backends.numpy_backend import backend as numpy_backend  # noqa: E402
+
+sixteen_bits.fall_back(backend, numpy_backend)    # last: every override above is wrapped

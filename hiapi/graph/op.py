@@ -16,6 +16,7 @@ import numpy as np
 
 from hiapi.graph import tracing
 from hiapi.graph.op_namespace import ops
+from hiapi.runtime.dtypes import BFLOAT16, is_float
 from hiapi.graph.var import Var
 
 
@@ -104,10 +105,20 @@ def as_vars(*values):
         if isinstance(v, Var):
             out.append(v)
         elif isinstance(v, (bool, int, float)) and dtypes:
-            out.append(as_var(v, np.result_type(*dtypes, v)))
+            out.append(as_var(v, _weak_scalar_dtype(dtypes, v)))
         else:
             out.append(as_var(v))
     return out
+
+
+def _weak_scalar_dtype(dtypes, value):
+    """numpy's dtype for a Python number beside ``dtypes``; a float beside bfloat16 stays
+    bfloat16, as it stays float16 beside float16 (ml_dtypes' promotion would give float64)."""
+    dtype = np.result_type(*dtypes, value)
+    if isinstance(value, float) and any(d == BFLOAT16 for d in dtypes):
+        widest = np.result_type(*dtypes)
+        dtype = widest if is_float(widest) else dtype
+    return dtype
 
 
 def result_dtype(*vars_):
@@ -130,5 +141,5 @@ def normalize_axes(op_name, axis, ndim):
 
 
 def require_float(op_name, var):
-    if var.dtype.kind != "f":
+    if not is_float(var.dtype):
         raise TypeError(f"{op_name}: expected a floating-point input, got dtype {var.dtype.name}")

@@ -4,25 +4,58 @@ The array lives on the backend; the graph sees it through one ``Read`` Var (``va
 the same node everywhere, so gradients can be asked for with respect to it and CSE sees one
 value. A compiled Function writes a Variable only through its ``updates``, after every reader has
 run, so a step always reads the values from before the step.
+
+Mixed precision (``hiapi.dtype_policy``): inside ``autocast(dtype)``, which a layer opens around
+its ``call``, ``variable.read`` of a float Variable made with ``autocast=True`` is the read cast
+to ``dtype``, so a float32 master weight enters a float16 layer's arithmetic as float16 and its
+gradient flows back through the cast as float32. Outside the scope ``read`` is the raw value.
 """
+from contextlib import contextmanager
+
 import numpy as np
 
 from hiapi.backends import get_backend
 from hiapi.graph import tracing
+from hiapi.runtime.dtypes import is_float
 from hiapi.graph.ops.elementwise import cast
 from hiapi.graph.ops.sources import Read
 from hiapi.graph.var import Var
 
+_autocast_dtypes: list = []     # innermost last; None: no cast
+
+
+@contextmanager
+def autocast(dtype):
+    """Reads of autocast float Variables inside the block are cast to ``dtype`` (None: not)."""
+    _autocast_dtypes.append(None if dtype is None else np.dtype(dtype))
+    try:
+        yield
+    finally:
+        _autocast_dtypes.pop()
+
 
 class Variable:
-    def __init__(self, value, name=None, trainable=True, dtype=None):
+    def __init__(self, value, name=None, trainable=True, dtype=None, autocast=True):
         backend = get_backend()
         array = np.asarray(value, dtype=dtype)
         self.storage = backend.asarray(np.array(array, copy=True))
         self.name = name or "variable"
         self.trainable = trainable
+        self.autocast = autocast
         self.constraint = None   # applied to the new value after each optimizer update
-        self.read = Read(self)()
+        self._read = Read(self)()
+        self._casts = {}
+
+    @property
+    def read(self):
+        """The Variable's value in the graph (cast inside an ``autocast`` scope)."""
+        dtype = _autocast_dtypes[-1] if _autocast_dtypes else None
+        if dtype is None or not self.autocast or dtype == self._read.dtype or \
+                not is_float(self._read.dtype):
+            return self._read
+        if dtype not in self._casts:
+            self._casts[dtype] = cast(self._read, dtype)
+        return self._casts[dtype]
 
     @property
     def storage(self):

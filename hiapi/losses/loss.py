@@ -18,6 +18,8 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
+from hiapi.runtime.dtypes import is_float, is_low_precision
+from hiapi.runtime.settings import floatx
 from hiapi.hints import DTypeLike
 from hiapi.graph import ops
 from hiapi.graph.op import as_var
@@ -55,10 +57,14 @@ class Loss:
             value = self._eager.run(self.__call__, [y_true, y_pred, sample_weight])
             return value if self.reduction == "none" else float(value)
         y_true, y_pred = as_var(y_true), as_var(y_pred)
-        if self.dtype is not None:         # Keras's dtype: the loss is computed in it
-            y_pred = ops.cast(y_pred, self.dtype)
-            if y_true.dtype.kind == "f":
-                y_true = ops.cast(y_true, self.dtype)
+        # Keras's dtype: the loss is computed in it; by default in floatx, so a mixed-precision
+        # model's 16-bit outputs give a float32 loss (its guide's advice)
+        dtype = self.dtype if self.dtype is not None else \
+            floatx() if is_low_precision(y_pred.dtype) else None
+        if dtype is not None:
+            y_pred = _cast_keeping_logits(y_pred, dtype)
+            if is_float(y_true.dtype):
+                y_true = ops.cast(y_true, dtype)
         values = self.call(y_true, y_pred)
         return reduce_values(values, sample_weight, self.reduction)
 
@@ -74,6 +80,16 @@ class Loss:
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _cast_keeping_logits(y_pred, dtype):
+    """``y_pred`` cast to ``dtype``, with its pre-activation (``_keras_logits``, the stable
+    from-logits form's input) cast too."""
+    cast = ops.cast(y_pred, dtype)
+    logits = getattr(y_pred, "_keras_logits", None)
+    if cast is not y_pred and logits is not None:
+        cast._keras_logits = ops.cast(logits, dtype)
+    return cast
 
 
 def reduce_values(values, sample_weight, reduction):

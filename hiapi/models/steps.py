@@ -59,7 +59,8 @@ def train_function(model, xs, ys, weighted=False):
     feeds, results, state = _loss_graph(model, xs, ys, weighted, training=True)
     params, plan = model.trainable_weights, model.distribution
     if params:
-        gradients = grad(results[0], [v.read for v in params])
+        # LossScaleOptimizer: gradients of the scaled loss (unscaled again in its updates)
+        gradients = grad(model.optimizer.scale_loss(results[0]), [v.read for v in params])
         # averages gradients over workers (a graph rewrite)
         gradients = plan.reduce_gradients(gradients, params, model.optimizer)
         updates = plan.get_updates(model.optimizer, gradients, params) + state.updates

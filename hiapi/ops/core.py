@@ -11,6 +11,7 @@ layer's ``call`` or between layers of a functional model) it builds graph ops
 import numpy as np
 
 from hiapi.runtime.settings import floatx
+from hiapi.runtime.dtypes import as_dtype
 from hiapi.graph import ops as O
 from hiapi.graph import tracing
 from hiapi.graph.op import as_var
@@ -93,7 +94,7 @@ def standardize_dtype(dtype):
     if dtype is int:
         return "int64"
     try:
-        return np.dtype(dtype).name
+        return as_dtype(dtype).name
     except TypeError:
         raise ValueError(f"Invalid dtype {dtype!r}: expected a name such as 'float32' or "
                          f"'int32', or a numpy dtype") from None

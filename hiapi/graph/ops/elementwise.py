@@ -5,6 +5,7 @@ b of shape (n,) and x of shape (batch, n) gives b a gradient of shape (n,).
 """
 import numpy as np
 
+from hiapi.runtime.dtypes import as_dtype, is_float
 from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.op import Op, as_vars, broadcast_shapes, require_float, result_dtype
 
@@ -84,14 +85,14 @@ class Cast(Unary):
     float_only = False
 
     def __init__(self, dtype):
-        self.dtype = np.dtype(dtype)
+        self.dtype = as_dtype(dtype)
 
     def infer(self, x):
         return x.shape, self.dtype
 
     def grad(self, inputs, y, g):
-        x = inputs[0]
-        return [cast(g, x.dtype) if x.dtype.kind == "f" and self.dtype.kind == "f" else None]
+        x = inputs[0]      # float to float: the gradient goes back in the input's type
+        return [cast(g, x.dtype) if is_float(x.dtype) and is_float(self.dtype) else None]
 
 
 class Binary(Op):
@@ -217,7 +218,7 @@ def where(cond, a, b):
 
 def cast(x, dtype):
     x = as_vars(x)[0]
-    return x if x.dtype == np.dtype(dtype) else Cast(dtype)(x)
+    return x if x.dtype == as_dtype(dtype) else Cast(dtype)(x)
 
 
 def sigmoid(x):

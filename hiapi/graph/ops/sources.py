@@ -1,6 +1,7 @@
 """Ops with no inputs: where values enter the graph (placeholders, constants, variable reads)."""
 import numpy as np
 
+from hiapi.runtime.dtypes import as_dtype
 from hiapi.graph.op import Op
 
 
@@ -11,7 +12,7 @@ class Placeholder(Op):
 
     def __init__(self, shape, dtype):
         self.shape = tuple(None if d is None else int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = as_dtype(dtype)
 
     def key(self):
         return (id(self),)   # two placeholders are never the same value

@@ -1,23 +1,29 @@
 """Graph passes, run in this order when a Function is compiled. Each can be switched off
 (``HIAPI_PASSES=none``, ``HIAPI_PASSES=-fusion,-cse`` or ``hiapi.config.set_passes(...)``) so a
 wrong result can be bisected to a pass."""
+from functools import partial
+
 from hiapi.runtime import environment
-from hiapi.graph.passes import (constant_folding, cse, dead_code, fusion, gemm_accumulate,
-                                simplify)
+from hiapi.graph.passes import (constant_folding, cse, dead_code, float32_kernels, fusion,
+                                gemm_accumulate, simplify)
 from hiapi.graph.passes.rewrite import count_ops
 
 PIPELINE = (("dead_code", dead_code.run), ("cse", cse.run),
             ("constant_folding", constant_folding.run), ("simplify", simplify.run),
+            ("float32_kernels", float32_kernels.run),
             ("gemm_accumulate", gemm_accumulate.run), ("fusion", fusion.run))
 NAMES = tuple(name for name, _ in PIPELINE)
 
 
-def optimize(roots, enabled=None):
-    """The roots of the rewritten graph, and ops counted after each pass."""
+def optimize(roots, enabled=None, float32_ops=frozenset()):
+    """The roots of the rewritten graph, and ops counted after each pass. ``float32_ops``:
+    the backend's ops to run in float32 on 16-bit values (``passes/float32_kernels.py``)."""
     enabled = environment.passes(NAMES) if enabled is None else set(enabled)
     stats = {"input": count_ops(roots)}
     for name, run in PIPELINE:
         if name in enabled:
+            if name == "float32_kernels":
+                run = partial(run, float32_ops=float32_ops)
             roots = run(roots)
             stats[name] = count_ops(roots)
     return roots, stats
