@@ -219,9 +219,20 @@ class Strategy:
         return [lookup.get(id(v)) for v in variables]
 
     def get_updates(self, optimizer, gradients, variables):
+        if hasattr(optimizer, "agree_on_total"):    # a LossScaleOptimizer: skip steps together
+            optimizer.agree_on_total = self._summed_over_workers
         if self.sharding:
             return self.sharding.get_updates(optimizer, gradients, variables)
         return optimizer.get_updates(gradients, variables)
+
+    def _summed_over_workers(self, value):
+        """A float32 scalar summed over the workers (an allreduce of 4 bytes per step): the
+        loss-scale optimizer's finite check. Summed gradients already agree, but a rank of
+        ``shard_optimizer_state`` sees only its own parameters' gradients, and one rank's
+        overflow must make every rank skip the step and halve its scale."""
+        bucket = Bucket(self.communicator, [1], self.stats)
+        one = ops.constant(np.ones((), value.dtype))
+        return ops.reshape(AllreduceWait(bucket)(AllreduceStart(bucket)(one, value)), ())
 
     def _bucketed(self, pairs):
         # the buckets of steps no longer held (a recompiled model's) go before new ones come:
