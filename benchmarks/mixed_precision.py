@@ -21,27 +21,17 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 from memory import reset_peak, resident_bytes  # noqa: E402  (benchmarks/memory.py)
+import mnist_convnet  # noqa: E402  (examples/mnist_convnet.py)
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 def build_model():
-    """The Keras MNIST convnet with the last softmax in float32 (Keras's mixed precision
-    guide: a float16 softmax's output is too coarse for the loss)."""
-    import hiapi
-    from hiapi import layers
-    return hiapi.Sequential([
-        hiapi.Input(shape=(28, 28, 1)),
-        layers.Conv2D(32, kernel_size=(3, 3), activation="relu"),
-        layers.MaxPooling2D(pool_size=(2, 2)),
-        layers.Conv2D(64, kernel_size=(3, 3), activation="relu"),
-        layers.MaxPooling2D(pool_size=(2, 2)),
-        layers.Flatten(),
-        layers.Dropout(0.5),
-        layers.Dense(10),
-        layers.Activation("softmax", dtype="float32"),
-    ])
+    """The Keras MNIST convnet (examples/mnist_convnet.py) with the last softmax in float32
+    (Keras's mixed precision guide: a float16 softmax's output is too coarse for the loss)."""
+    return mnist_convnet.build_model(float32_softmax=True)
 
 
 def train_and_test(policy, epochs, train_samples, batch_size, seed=1, verbose=0,

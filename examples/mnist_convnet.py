@@ -11,7 +11,11 @@ import hiapi
 from hiapi import layers
 
 
-def build_model():
+def build_model(float32_softmax=False):
+    """The convnet; ``float32_softmax`` splits the last layer into Dense(10) and a float32
+    softmax, as Keras's mixed precision guide does (benchmarks/mixed_precision.py)."""
+    head = [layers.Dense(10), layers.Activation("softmax", dtype="float32")] \
+        if float32_softmax else [layers.Dense(10, activation="softmax")]
     return hiapi.Sequential([
         hiapi.Input(shape=(28, 28, 1)),
         layers.Conv2D(32, kernel_size=(3, 3), activation="relu"),
@@ -20,8 +24,7 @@ def build_model():
         layers.MaxPooling2D(pool_size=(2, 2)),
         layers.Flatten(),
         layers.Dropout(0.5),
-        layers.Dense(10, activation="softmax"),
-    ])
+    ] + head)
 
 
 def main(argv=None):
@@ -34,6 +37,9 @@ def main(argv=None):
     parser.add_argument("--dataset", choices=["mnist", "fashion_mnist"], default="mnist",
                         help="fashion_mnist is not bundled: see hiapi.datasets")
     parser.add_argument("--seed", type=int, default=1, help="random seed (weights, batch order)")
+    parser.add_argument("--dtype-policy", default="float32",
+                        choices=["float32", "mixed_float16", "mixed_bfloat16"],
+                        help="hiapi.mixed_precision policy (docs/guides/mixed_precision.md)")
     parser.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
                         help="0 quiet, 1 progress bar, 2 one line per epoch")
     args = parser.parse_args(argv)
@@ -45,7 +51,8 @@ def main(argv=None):
     y_train = y_train[:args.train_samples]
     x_test = x_test[..., None] / 255.0
 
-    model = build_model()
+    hiapi.mixed_precision.set_global_policy(args.dtype_policy)
+    model = build_model(float32_softmax=args.dtype_policy != "float32")
     model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
     model.summary()
     start = time.perf_counter()

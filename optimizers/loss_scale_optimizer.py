@@ -45,7 +45,9 @@ class LossScaleOptimizer(Optimizer):
                 isinstance(inner_optimizer, LossScaleOptimizer):
             raise ValueError(f"LossScaleOptimizer: inner_optimizer must be an optimizer "
                              f"instance (not a LossScaleOptimizer), got {inner_optimizer!r}")
-        if not np.isscalar(initial_scale) or not 0 < initial_scale < np.inf:
+        if isinstance(initial_scale, bool) or not isinstance(
+                initial_scale, (int, float, np.integer, np.floating)) or \
+                not 0 < float(initial_scale) < np.inf:
             raise ValueError(f"LossScaleOptimizer: initial_scale must be a positive finite "
                              f"number, got {initial_scale!r}")
         if isinstance(dynamic_growth_steps, bool) or not isinstance(
@@ -126,3 +128,19 @@ class LossScaleOptimizer(Optimizer):
 
     def __repr__(self):
         return f"<LossScaleOptimizer of {self.inner_optimizer!r}>"
+
+
+def _delegate(name):
+    def method(self, *args, **kwargs):
+        return getattr(self.inner_optimizer, name)(*args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"The inner optimizer's ``{name}``."
+    return method
+
+
+# the base class's methods that belong to the inner optimizer (``apply`` and
+# ``apply_gradients`` stay the base's: they call this class's ``get_updates``)
+for _name in ("update_index", "current_learning_rate", "step_inputs", "step_values",
+              "update_number", "build", "add_slot", "get_slot", "update_step",
+              "apply_weight_decay", "clip_gradients", "_accumulate"):
+    setattr(LossScaleOptimizer, _name, _delegate(_name))

@@ -72,9 +72,9 @@ class Trainer(StepMethods):
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(unsupported)}")
         self.optimizer = optimizers_module.get(optimizer)
         # Keras 3: a mixed_float16 model trains with dynamic loss scaling unless told not to
-        if kwargs.get("auto_scale_loss", True) and \
-                getattr(self, "dtype_policy", None) is not None and \
-                self.dtype_policy.name == "mixed_float16" and \
+        policy = getattr(self, "dtype_policy", None)       # Layer's: every Model is one
+        if kwargs.get("auto_scale_loss", True) and policy is not None and \
+                policy.name == "mixed_float16" and \
                 not isinstance(self.optimizer, optimizers_module.LossScaleOptimizer):
             self.optimizer = optimizers_module.LossScaleOptimizer(self.optimizer)
         from hiapi import losses

@@ -101,3 +101,32 @@ def test_inner_optimizer_attributes_and_config():
 def test_bad_arguments_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         LossScaleOptimizer(**kwargs)
+
+
+def test_custom_step_scales_and_skips_like_fit():
+    # a hiapi.function step with a GradientTape: gradients of scale_loss(loss), then apply
+    optimizer = LossScaleOptimizer(SGD(0.1), initial_scale=2.0 ** 40)
+    model = model_with(optimizer)
+    loss_fn = hiapi.losses.SparseCategoricalCrossentropy()
+
+    @hiapi.function
+    def train_step(x, y):
+        with hiapi.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+            scaled = optimizer.scale_loss(loss)
+        optimizer.apply(tape.gradient(scaled, model.trainable_weights),
+                        model.trainable_weights)
+        return loss
+
+    before = model.get_weights()
+    train_step(X, Y)                                  # overflows: skipped
+    assert optimizer.dynamic_scale.numpy() == 2.0 ** 39
+    for a, b in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    reference = model_with(SGD(0.1), policy="float32")
+    optimizer.dynamic_scale.assign(1024.0)
+    train_step(X, Y)                                  # a good step: the unscaled update
+    reference.train_on_batch(X, Y)
+    for a, b in zip(reference.get_weights(), model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=0.05, atol=2e-3)    # float16 against float32
+    assert int(optimizer.iterations.numpy()) == 1
