@@ -260,7 +260,7 @@ class Layer(LayerIO, LayerLosses):
                 spec.check(self, index, var.shape)
         previous_mask = _map(masks.get_mask, inputs) if mask is None else mask
         kwargs = call_signature.call_kwargs(self, training, previous_mask)
-        cast_inputs = self._autocast_inputs(inputs, previous_mask)
+        cast_inputs = self._autocast_inputs(inputs)
         policy = self._dtype_policy
         with layer_call(), tracing.batch_reference(flat), \
                 autocast(policy.compute_dtype if policy.is_mixed else None):
@@ -283,7 +283,7 @@ class Layer(LayerIO, LayerLosses):
         layer_io.record(self, inputs, outputs)
         return outputs
 
-    def _autocast_inputs(self, inputs, previous_mask):
+    def _autocast_inputs(self, inputs):
         """Float inputs cast to the compute dtype (Keras's autocasting of call arguments)
         where 16 bits are involved: under a mixed policy, or a 16-bit input to a wider layer
         (a float32 softmax after float16 layers). Unlike Keras, a float64 input to a float32
