@@ -97,6 +97,12 @@ def kernel_source(steps, input_dtypes, step_dtypes):
     """(in_params, out_params, operation) of the ElementwiseKernel for a program whose steps
     are ``(op name, refs)`` (refs as in ``FusedElementwise``)."""
     names = []
+    for dtype in (*input_dtypes, *step_dtypes):
+        if np.dtype(dtype).name not in CTYPES:
+            # bfloat16 (ml_dtypes): cupy has no such array type, so no kernel can take it
+            raise TypeError(f"backend 'cupy' has no kernels for dtype {np.dtype(dtype).name}; "
+                            f"the dtype policy 'mixed_bfloat16' runs on the CPU backends, on "
+                            f"the GPU use 'mixed_float16'")
     for j, (name, refs) in enumerate(steps):
         args = [(f"x{k}", input_dtypes[k]) if kind == "input" else (f"s{k}", step_dtypes[k])
                 for kind, k in refs]
