@@ -117,3 +117,13 @@ def test_loss_is_computed_in_float32():
     loss = hiapi.losses.SparseCategoricalCrossentropy()
     value = loss(placeholder((None,), "int64"), model.layers[-1].output)
     assert value.dtype == np.float32
+
+
+@needs_bfloat16
+def test_python_float_beside_bfloat16_stays_bfloat16():
+    # ml_dtypes promotes bfloat16 with a Python float to float64; the graph keeps bfloat16,
+    # as numpy keeps float16 beside a Python float
+    x = placeholder((None, 3), "bfloat16")
+    assert (x * 2.5).dtype == BFLOAT16 and (1.0 - x).dtype == BFLOAT16
+    h = placeholder((None, 3), "float16")
+    assert (h * 2.5).dtype == np.float16
