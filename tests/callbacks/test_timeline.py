@@ -104,7 +104,7 @@ def test_two_ranks_merge_into_one_trace_that_lines_up(tmp_path, compression):
 
 
 def test_render_timeline_draws_the_step(tmp_path):
-    """docs/render_timeline.py (the README's picture) draws a trace fit wrote."""
+    """docs/render_timeline.py (the performance guide's picture) draws a trace fit wrote."""
     pytest.importorskip("PIL")
     import runpy
     from pathlib import Path

@@ -1,4 +1,4 @@
-"""Every example runs end to end at tiny size on real data (the full runs are in the README);
+"""Every example runs end to end at tiny size on real data (the full runs are in docs/examples.md);
 ``--help`` and the docstrings' command lines work as written."""
 import importlib.util
 import re
