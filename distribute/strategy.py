@@ -45,6 +45,7 @@ from hiapi import random as _random
 from hiapi.backends import get_backend
 from hiapi.graph import Variable, ops, placeholder
 from hiapi.distribute import compression as compression_module
+from hiapi.distribute.abort import record_failure
 from hiapi.distribute import exchange
 from hiapi.distribute.communicator import world
 from hiapi.distribute.compressed_ops import compressed_buckets, split_buckets
@@ -341,7 +342,9 @@ class Strategy:
         except BaseException:
             if self.size == 1:
                 raise
-            where = _fit_position(sys.exc_info()[2])     # hiapi.run compares it
+            position = _fit_position(sys.exc_info()[2])     # hiapi.run compares it
+            where = f" at {position}" if position else ""
+            record_failure(self.rank, position, traceback.format_exc())
             sys.stderr.write(f"[hiapi rank {self.rank}/{self.size}] fit failed{where}; aborting "
                              f"the job:\n{traceback.format_exc()}")
             sys.stderr.flush()
@@ -350,16 +353,16 @@ class Strategy:
 
 
 def _fit_position(trace):
-    """``" at epoch E, batch B"``: where ``fit`` was when it failed (B counted from the epoch's
+    """``"epoch E, batch B"``: where ``fit`` was when it failed (B counted from the epoch's
     start, also in an epoch resumed from a backup), read from the trainer's frames in the
     traceback (the innermost that knows the epoch): nothing is recorded per step for it."""
     for frame, _ in reversed(list(traceback.walk_tb(trace))):
         names = frame.f_locals
         if frame.f_code.co_name in ("_train_epoch", "_fit") and "epoch" in names:
             step = names.get("step")
-            return f" at epoch {names['epoch'] + 1}" + ("" if step is None else
-                                                         f", batch {step + 1}")
-    return ""
+            return f"epoch {names['epoch'] + 1}" + ("" if step is None else
+                                                     f", batch {step + 1}")
+    return None
 
 
 class MPIStrategy(Strategy):

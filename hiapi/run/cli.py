@@ -2,6 +2,7 @@
 import argparse
 import os
 import sys
+import tempfile
 
 from hiapi.run import mpiexec
 from hiapi.run.job import run_attempt
@@ -45,15 +46,16 @@ def main(argv=None):
     threads = args.threads or mpiexec.threads_per_rank(args.ranks, args.hosts)
     previous = None
     for attempt in range(args.max_restarts + 1):
-        command = mpiexec.command(args.ranks, [args.script, *args.args], args.hosts,
-                                  args.hostfile, threads,
-                                  {"HIAPI_RUN_ATTEMPT": str(attempt)}.items())
-        try:
-            result = run_attempt(command, args.output, {**os.environ,
-                                                        "HIAPI_RUN_ATTEMPT": str(attempt)})
-        except KeyboardInterrupt:
-            say("interrupted: the ranks were stopped; no restart")
-            return 130
+        with tempfile.TemporaryDirectory(prefix="hiapi-run-") as folder:
+            variables = {"HIAPI_RUN_ATTEMPT": str(attempt), "HIAPI_RUN_DIR": folder}
+            command = mpiexec.command(args.ranks, [args.script, *args.args], args.hosts,
+                                      args.hostfile, threads, variables.items())
+            try:
+                result = run_attempt(command, args.output, {**os.environ, **variables},
+                                     folder)
+            except KeyboardInterrupt:
+                say("interrupted: the ranks were stopped; no restart")
+                return 130
         if result.returncode == 0:
             if attempt:
                 say(f"the job finished after {attempt} restart(s)")

@@ -7,12 +7,14 @@ collectives failing) follows from it and is not reported as a cause. A failure's
 ``signature`` (the rank, the exception's last line, and the epoch and batch that hiapi's
 ``Strategy`` names when fit fails) is what ``--max-restarts`` compares: the same signature
 twice in a row is a failure a restart does not cure."""
+import json
 import re
 from collections import deque
+from pathlib import Path
 from dataclasses import dataclass, field
 
 TAIL_LINES = 400
-POSITION = re.compile(r"fit failed at (epoch \d+, batch \d+)")
+POSITION = re.compile(r"fit failed at (epoch \d+(?:, batch \d+)?)")
 TRACEBACK = "Traceback (most recent call last):"
 
 
@@ -56,8 +58,15 @@ class FailureLog:
     def report(self, report):
         self.first.append((report["rank"], report))
 
-    def failure(self):
-        """The first failure of the attempt, or None when no rank got into trouble."""
+    def failure(self, folder=None):
+        """The first failure of the attempt, or None when no rank got into trouble: a rank
+        killed first, else the earliest failure a rank recorded in ``folder``
+        (``distribute.abort.record_failure``: written before the abort, it survives output
+        that MPICH's kill cut short), else the first trouble seen in the output."""
+        killed_first = self.first and self.first[0][1] and "signal" in self.first[0][1]
+        recorded = None if killed_first or folder is None else earliest_record(folder)
+        if recorded is not None:
+            return recorded
         if not self.first:
             return None
         rank, report = self.first[0]
@@ -83,3 +92,19 @@ def last_traceback(lines):
         if text and not text.startswith((" ", "\t")) and not text.startswith(TRACEBACK):
             break                  # the exception's own line ends the block
     return "\n".join(block)
+
+
+def earliest_record(folder):
+    """The earliest ``failure-R.json`` in ``folder`` as a Failure, or None."""
+    records = []
+    for path in Path(folder).glob("failure-*.json"):
+        try:
+            records.append(json.loads(path.read_text()))
+        except (OSError, ValueError):       # being written as the job was killed
+            continue
+    if not records:
+        return None
+    first = min(records, key=lambda record: record["time"])
+    block = first["traceback"].rstrip("\n")
+    return Failure(first["rank"], f"raised {block.splitlines()[-1].strip()}", block,
+                   first["position"])

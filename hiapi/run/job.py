@@ -19,10 +19,11 @@ class Attempt:
     failure: Failure | None
 
 
-def run_attempt(command, output="all", environment=None):
+def run_attempt(command, output="all", environment=None, folder=None):
     """Run ``command`` (``mpiexec.command``) to its end; ``output`` is "all" (every rank's
     lines, each prefixed ``[rank R]``) or "rank0" (rank 0's, unprefixed; the others' are
-    still read for the failure summary)."""
+    still read for the failure summary); ``folder``: where ranks record their failures
+    (``HIAPI_RUN_DIR``)."""
     log, lock = FailureLog(), threading.Lock()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env=environment)
@@ -39,7 +40,7 @@ def run_attempt(command, output="all", environment=None):
     finally:
         for reader in readers:
             reader.join()
-    return Attempt(code, log.failure() if code != 0 else None)
+    return Attempt(code, log.failure(folder) if code != 0 else None)
 
 
 def _wait_through_interrupts(process):

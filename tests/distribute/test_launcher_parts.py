@@ -49,3 +49,24 @@ def test_no_mpiexec_is_a_message_saying_what_to_install(monkeypatch, tmp_path, c
     monkeypatch.setenv("PATH", str(tmp_path))
     assert main(["-n", "2", "train.py"]) == 2
     assert "pip install 'hiapi[mpi]'" in capsys.readouterr().err
+
+
+def test_a_recorded_failure_wins_over_output_cut_short(tmp_path):
+    """What a rank wrote to HIAPI_RUN_DIR before its abort, when the output lost the end of
+    its traceback; a rank killed first still comes first."""
+    import json
+    log = FailureLog()
+    log.line(1, "Traceback (most recent call last):")
+    log.line(1, '  File "train.py", line 9, in <module>')          # cut here
+    (tmp_path / "failure-1.json").write_text(json.dumps({
+        "rank": 1, "time": 2.0, "position": "epoch 2, batch 5",
+        "traceback": 'Traceback (most recent call last):\n  File "train.py", line 9\n'
+                     'ValueError: bad\n'}))
+    (tmp_path / "failure-0.json").write_text(json.dumps({
+        "rank": 0, "time": 3.0, "position": None, "traceback": "RuntimeError: later\n"}))
+    failure = log.failure(tmp_path)
+    assert failure.signature == (1, "raised ValueError: bad", "epoch 2, batch 5")
+    log.report({"rank": 2, "pid": 9, "host": "h", "signal": "SIGKILL"})
+    killed = FailureLog()
+    killed.report({"rank": 2, "pid": 9, "host": "h", "signal": "SIGKILL"})
+    assert killed.failure(tmp_path).rank == 2
