@@ -51,7 +51,7 @@ class TrackedList(list):
     def extend(self, items):
         super().extend(self._added(item) for item in items)
 
-    def __iadd__(self, items):
+    def __iadd__(self, items):  # type: ignore[misc]  # list's own skips extend()
         self.extend(items)
         return self
 

@@ -12,7 +12,7 @@ from hiapi.metrics import functions
 from hiapi.metrics.functions import (
     accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
     sparse_top_k_categorical_accuracy, top_k_categorical_accuracy)
-from hiapi.metrics.metric import Metric, MetricVariable
+from hiapi.metrics.metric import Metric, MetricVariable, runs_in_steps  # noqa: F401
 from hiapi.serialization import objects as _objects
 from hiapi.serialization.objects import deserialize_object, serialize_object
 from hiapi.utils.identifiers import resolve, shared_names

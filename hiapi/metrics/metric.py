@@ -139,6 +139,13 @@ def _deferred(method, fn):
     return wrapper
 
 
+def runs_in_steps(fn):
+    """Mark a metric method that is not recorded in a traced step but runs there as it is
+    (``CompileMetrics.update_state``, which calls the recorded ones of its metrics)."""
+    setattr(fn, "defers_in_steps", True)
+    return fn
+
+
 class Metric:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

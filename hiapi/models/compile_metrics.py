@@ -39,6 +39,7 @@ class CompileMetrics(metrics_module.Metric):
                     resolved.append((i, metric, weighted))
         return resolved
 
+    @metrics_module.runs_in_steps
     def update_state(self, y_true, y_pred, sample_weight=None):
         """Update each compiled metric (in a traced step, each records its own update, so a
         built-in one computes its statistics in the step)."""
@@ -49,8 +50,6 @@ class CompileMetrics(metrics_module.Metric):
             self._metrics = self._resolve(ys, preds)
         for i, metric, weighted in self._metrics:
             metric.update_state(ys[i], preds[i], sample_weight=weights[i] if weighted else None)
-
-    update_state.defers_in_steps = True      # not deferred as a whole: see above
 
     def result(self):
         return {metric.name: metric.result() for _, metric, _ in self._metrics or []}

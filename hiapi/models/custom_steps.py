@@ -30,14 +30,10 @@ def overrides(model, method):
     return getattr(type(model), method) is not getattr(StepMethods, method)
 
 
-def overrides_training(model):
-    """Whether the model brings its own training or evaluation step, or its own loss."""
-    return any(overrides(model, name) for name in ("train_step", "test_step", "compute_loss"))
-
-
 def uses_custom_steps(model):
-    """Whether training and evaluation run the model's step methods."""
-    return overrides_training(model)
+    """Whether training and evaluation run the model's step methods: it brings its own
+    training or evaluation step, or its own loss."""
+    return any(overrides(model, name) for name in ("train_step", "test_step", "compute_loss"))
 
 
 def prepare(model, x, y, sample_weight, class_weight, check_finite):

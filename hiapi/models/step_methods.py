@@ -40,7 +40,7 @@ class StepMethods:
     _loss_tracker: Any = None
     _compile_metrics: Any = None
 
-    def train_step(self, data: Any) -> dict[str, Any]:
+    def train_step(self: Any, data: Any) -> dict[str, Any]:
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         with GradientTape() as tape:
             y_pred = self(x, training=True)
@@ -50,7 +50,7 @@ class StepMethods:
         self.optimizer.apply(grads, self.trainable_variables)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    def test_step(self, data: Any) -> dict[str, Any]:
+    def test_step(self: Any, data: Any) -> dict[str, Any]:
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
         loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
@@ -58,7 +58,7 @@ class StepMethods:
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    def predict_step(self, data: Any) -> Any:
+    def predict_step(self: Any, data: Any) -> Any:
         x, _, _ = unpack_x_y_sample_weight(data)
         return self(x, training=False)
 
