@@ -73,9 +73,10 @@ class GradientTape:
 
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
                  unconnected_gradients: str = "none") -> Any:
-        """d target / d sources, in the structure of ``sources``. ``target`` must be a scalar
-        (or a list of scalars, whose sum is differentiated) unless ``output_gradients``
-        gives the vector to multiply the Jacobian by."""
+        """d target / d sources, in the structure of ``sources``. As in tf.GradientTape, a
+        target that is not a scalar (a per-sample loss), or a list of targets, stands for the
+        sum of its elements; ``output_gradients`` gives the vector to multiply the Jacobian by
+        instead."""
         if self._used and not self.persistent:
             raise RuntimeError("GradientTape.gradient can only be called once on a "
                                "non-persistent tape; create it with persistent=True to take "
@@ -115,11 +116,10 @@ def _target(target, output_gradients):
         weights = [ops.cast(as_var(w), t.dtype)
                    for w, t in zip(_leaves(output_gradients), targets)]
         targets = [ops.sum(t * w) for t, w in zip(targets, weights)]
-    for t in targets:
-        if t.ndim != 0:
-            raise ValueError(f"GradientTape.gradient: the target must be a scalar (a loss), "
-                             f"got shape {t.shape}; reduce it (ops.mean, ops.sum) or pass "
-                             f"output_gradients for a vector-Jacobian product")
+    # tf.GradientTape's rule: a target that is not a scalar stands for the sum of its elements.
+    # Keras's guides rely on it (``tape.gradient(keras.losses.mean_squared_error(y, y_pred),
+    # ...)`` takes a per-sample loss).
+    targets = [t if t.ndim == 0 else ops.sum(t) for t in targets]
     total = targets[0]
     for t in targets[1:]:
         total = total + t
