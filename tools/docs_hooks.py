@@ -16,6 +16,8 @@ import re
 import shutil
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
+
 ROOT = Path(__file__).resolve().parents[1]
 TREE = ROOT / "build" / "docs-package"
 #: folders installed as ``hiapi.<name>`` (pyproject.toml [tool.setuptools.package-dir])
@@ -27,6 +29,11 @@ def _not_python(folder, names):
             if name == "__pycache__" or (Path(folder, name).is_file() and not name.endswith(".py"))]
 
 
+# First of all on_config handlers: mkdocstrings' own on_config sets up the Python handler with
+# its ``paths``, and a path that does not exist yet is dropped, so the first build of a fresh
+# checkout found ``hiapi`` through the editable install instead, where ``hiapi.distribute``
+# is no folder ("hiapi.distribute.Strategy could not be found").
+@event_priority(100)
 def on_config(config):
     shutil.rmtree(TREE, ignore_errors=True)
     shutil.copytree(ROOT / "hiapi", TREE / "hiapi", ignore=_not_python)
