@@ -12,21 +12,35 @@ import numpy as np
 from hiapi.distribute.communicator import Communicator, Request
 
 
+def node_rank_and_size(comm):
+    """This rank's rank among the processes on its node, and how many there are."""
+    from mpi4py import MPI
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return local.Get_rank(), local.Get_size()
+    finally:
+        local.Free()
+
+
+def use_local_gpu(comm):
+    """Make GPU ``node rank % device count`` current (before the model's weights are made)
+    and return it: how every GPU communicator places its rank."""
+    import cupy
+    device = cupy.cuda.Device(node_rank_and_size(comm)[0] %
+                              cupy.cuda.runtime.getDeviceCount())
+    device.use()
+    return device
+
+
 class HostStagedCommunicator(Communicator):
     """Wraps a host communicator; device (cupy) arrays go through a host copy, host arrays
     straight to it."""
 
     def __init__(self, host):
         import cupy
-        from mpi4py import MPI
         self.cupy, self.host = cupy, host
         self.comm, self.rank, self.size = host.comm, host.rank, host.size
-        local = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        local_rank = local.Get_rank()
-        local.Free()
-        # as NCCLCommunicator: rank i of a node on GPU i % n, chosen before the model's weights
-        self.device = cupy.cuda.Device(local_rank % cupy.cuda.runtime.getDeviceCount())
-        self.device.use()
+        self.device = use_local_gpu(self.comm)
         self.algorithm = getattr(host, "algorithm", "native")
 
     def _on_device(self, array):

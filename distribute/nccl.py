@@ -21,7 +21,8 @@ import numpy as np
 import os
 
 from hiapi.distribute.communicator import Communicator, MPICommunicator, Request
-from hiapi.distribute.host_staged import HostStagedCommunicator
+from hiapi.distribute.host_staged import (HostStagedCommunicator, node_rank_and_size,
+                                          use_local_gpu)
 
 
 def for_backend(communicator, backend_name):
@@ -51,12 +52,7 @@ def gpu_collectives():
 def _ranks_share_a_gpu(comm):
     """True when this node runs more ranks than it has GPUs (rank ``i`` uses GPU ``i % n``)."""
     import cupy
-    from mpi4py import MPI
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return local.Get_size() > cupy.cuda.runtime.getDeviceCount()
-    finally:
-        local.Free()
+    return node_rank_and_size(comm)[1] > cupy.cuda.runtime.getDeviceCount()
 
 
 def _nccl_types(nccl):
@@ -81,9 +77,7 @@ class NCCLCommunicator(Communicator):
         self.cupy, self.nccl = cupy, nccl
         self.host = MPICommunicator(comm or MPI.COMM_WORLD)
         self.comm, self.rank, self.size = self.host.comm, self.host.rank, self.host.size
-        local_rank = self.comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
-        self.device = cupy.cuda.Device(local_rank % cupy.cuda.runtime.getDeviceCount())
-        self.device.use()
+        self.device = use_local_gpu(self.comm)
         unique_id = nccl.get_unique_id() if self.rank == 0 else None
         self.nccl_comm = nccl.NcclCommunicator(self.size, self.comm.bcast(unique_id, root=0),
                                                self.rank)

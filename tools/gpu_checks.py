@@ -66,16 +66,8 @@ def _host_and_device_ms(model, x, y, repeats=30):
     already on the device, the GPU drained after each): their difference is what the trainer
     costs around the step on the host."""
     import cupy
-    from hiapi.backends import get_backend
-    backend = get_backend()
     whole, alone = [], []
-    executable = _train_executable(model)
-    xs, ys, weights = model._prepare(x, y)
-    step = model._step("train", xs, ys, weights)
-    n, plan = len(xs[0]), model.distribution
-    feeds = [*xs, *ys, *weights, *model.optimizer.step_values(),
-             *plan.step_values(n, plan.global_batch(n))]
-    coerced = [step._coerce(var, value, backend) for var, value in zip(step.inputs, feeds)]
+    executable, coerced = model.compiled_train_step(x, y)
     for _ in range(repeats):
         start = time.perf_counter()
         model.train_on_batch(x, y)

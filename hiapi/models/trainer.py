@@ -471,6 +471,16 @@ class Trainer(StepMethods):
         """Time one train step on ``(x, y)`` (one batch) op by op and place each op type on
         this machine's roofline (``hiapi.profiler``); prints a table and returns its rows."""
         self._require_compiled("profile")
+        executable, feeds = self.compiled_train_step(x, y)
+        from hiapi.profiler import format_profile, profile_executable
+        rows, roofline = profile_executable(executable, feeds, repeats)
+        (print_fn or print)(format_profile(rows, roofline))
+        return rows
+
+    def compiled_train_step(self, x: InputData, y: InputData) -> tuple[Any, list[Any]]:
+        """The compiled train step for the batch ``(x, y)`` and its inputs on the backend, so
+        that ``executable.run(feeds)`` runs (and updates) exactly what ``train_on_batch``
+        would, without the trainer around it: what the profiler and the GPU checks time."""
         xs, ys, weights = self._prepare(x, y)
         step = self._step("train", xs, ys, weights)
         n, plan = len(xs[0]), self.distribution
@@ -478,11 +488,7 @@ class Trainer(StepMethods):
                  *plan.step_values(n, plan.global_batch(n))]
         coerced = [step._coerce(var, value, get_backend()) for var, value in
                    zip(step.inputs, feeds)]
-        executable = step.executable(tuple(tuple(a.shape) for a in coerced))
-        from hiapi.profiler import format_profile, profile_executable
-        rows, roofline = profile_executable(executable, coerced, repeats)
-        (print_fn or print)(format_profile(rows, roofline))
-        return rows
+        return step.executable(tuple(tuple(a.shape) for a in coerced)), coerced
 
     def summary(self, line_length: int | None = None, positions: Sequence[float] | None = None,
                 print_fn: Callable[[str], Any] | None = None, expand_nested: bool = False,
