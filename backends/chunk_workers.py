@@ -93,6 +93,14 @@ class ChunkWorkers:
                     if n != 1:
                         lib.set_num_threads(n)
 
+    def holds_blas_single_threaded(self):
+        """Whether some thread is between ``single_threaded_blas_begin`` and ``_end`` now."""
+        return self._single_depth > 0
+
+    def blas_libraries(self):
+        """threadpoolctl's controllers of the loaded BLAS libraries (found on first use)."""
+        return self._blas_libraries()
+
     def _executor(self, size):
         # a forked child inherits the pool but not its threads: it starts its own
         if self._pool is None or self._pool._max_workers < size or self._pid != os.getpid():

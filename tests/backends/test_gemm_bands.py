@@ -7,7 +7,7 @@ import pytest
 import hiapi
 from hiapi import config
 from hiapi.runtime import thread_tuner, threads
-from hiapi.backends import chunk_workers, gemm_bands
+from hiapi.backends import chunk_workers, gemm_bands, thread_invariance
 
 
 @pytest.mark.parametrize("m, n, k", [(128, 512, 784), (784, 512, 128), (256, 1024, 1024),
@@ -57,8 +57,12 @@ def test_integers_too():
 
 
 def _on(count, monkeypatch, calls):
+    """Products as the tuner runs them at ``count`` threads: bands enabled, BLAS's own count
+    set to ``count`` (restored by ``_blas_count``), and every banded run recorded in ``calls``."""
     monkeypatch.setattr(gemm_bands, "_enabled", True)
     monkeypatch.setattr(chunk_workers.threads, "active_threads", lambda: count)
+    for lib in chunk_workers.workers.blas_libraries():
+        lib.set_num_threads(count)
     real_run = chunk_workers.ChunkWorkers.run
 
     def counting(self, tasks, job, workers):
@@ -67,13 +71,26 @@ def _on(count, monkeypatch, calls):
     monkeypatch.setattr(chunk_workers.ChunkWorkers, "run", counting)
 
 
+@pytest.fixture(autouse=True)
+def _blas_count():
+    """Every test leaves BLAS's thread count as it found it."""
+    libraries = chunk_workers.workers.blas_libraries()
+    saved = [lib.num_threads for lib in libraries]
+    yield
+    for lib, count in zip(libraries, saved):
+        lib.set_num_threads(count)
+
+
 # the products of a Dense layer 784 -> 512 at batch 128: forward, input and kernel gradients
 MLP_PRODUCTS = [((128, 784), (784, 512), ""), ((128, 512), (512, 784), "b"),
-                ((784, 128), (128, 512), "a"), ((4, 128, 784), (784, 512), "")]
+                ((784, 128), (128, 512), "a"), ((4, 128, 784), (784, 512), ""),
+                ((256, 1024), (1024, 1024), ""), ((1024, 256), (256, 1024), "a")]
 
 
 @pytest.mark.parametrize("a_shape, b_shape, transpose", MLP_PRODUCTS)
 def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, monkeypatch):
+    """Whole on BLAS's threads where that was checked to change no bit, else in bands on
+    hiapi's: the same bits either way."""
     a, b = _operands(np.random.default_rng(1), a_shape, b_shape, transpose=transpose)
     results = []
     for count in (1, 2):
@@ -83,8 +100,34 @@ def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, mon
                                                                           b.shape[-1]), a.dtype)
         gemm_bands.matmul(out, a, b)
         results.append(out)
-        assert calls == [count]                 # the second run did use two threads
+        whole = a.ndim == 2 and thread_invariance.known(a, b)
+        assert calls == ([] if whole else [count])      # bands: the second run used two
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def _count_dependent(out, a, b):
+    """A product whose last bits follow BLAS's thread count, as OpenBLAS's do for some k."""
+    np.matmul(a, b, out=out)
+    out += np.float32(1e-6) * chunk_workers.workers.blas_libraries()[0].num_threads
+
+
+def test_a_product_whose_bits_follow_the_count_runs_in_bands_and_one_that_does_not_whole(
+        monkeypatch):
+    if not chunk_workers.workers.blas_libraries():
+        pytest.skip("no BLAS library that threadpoolctl controls")
+    monkeypatch.setattr(thread_invariance, "_verdicts", {})
+    monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
+    rng = np.random.default_rng(5)
+    for product, a_shape, whole in ((_count_dependent, (256, 300), False),
+                                    (gemm_bands._matmul, (256, 301), True)):
+        a, b = _operands(rng, a_shape, (a_shape[1], 512))
+        calls = []
+        _on(2, monkeypatch, calls)
+        out = np.empty((256, 512), np.float32)
+        gemm_bands.in_bands(out, a, b, product)
+        assert thread_invariance.known(a, b) is whole
+        assert calls == ([] if whole else [2])
+    assert chunk_workers.workers.blas_libraries()[0].num_threads == 2    # the check restores
 
 
 def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back(monkeypatch):
@@ -181,6 +224,6 @@ def test_the_gemm_ops_kernel_runs_in_the_same_bands(monkeypatch):
         out = np.empty_like(c)
         backend.kernels["gemm"](out, x, g, c, -0.1, 0.9)
         results.append(out)
-        assert calls == [count]
+        assert calls == ([] if thread_invariance.known(x, g) else [count])
     np.testing.assert_allclose(results[0], 0.9 * c - 0.1 * (x @ g), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(results[0], results[1])

@@ -1,0 +1,108 @@
+"""Which matrix products BLAS computes with the same bits on every thread count: checked once
+per product shape, so those run whole on BLAS's own threads and only the others in fixed bands.
+
+Why: the thread tuner may change the thread count between two steps, and a seeded run's
+weights must not follow the timing, so every product whose bits depend on the count runs in
+the fixed bands of ``backends/gemm_bands.py``. But the bands cost: each is a single-threaded
+BLAS call that packs the other operand again, and two of them run side by side slower than
+OpenBLAS's own two threads sharing one packed panel. Measured on this project's 2-core machine
+(OpenBLAS 0.3.31, SkylakeX): ``256x1024 @ 1024x1024`` took 1.98 ms whole on 2 threads and 2.47
+ms in 4 bands; the MLP 784-1024-1024-10 step took 12.8 ms with the count fixed and 14.2-15.0
+ms with the tuner on, almost all of it the bands (issue #29's 1.05x target).
+
+And most products do not need them. OpenBLAS splits a product between threads along its rows
+and columns, never along the summed dimension ``k``; what changes the bits is how it cuts
+``k`` into blocks, and its threaded driver rounds that cut differently from its serial one
+only for some ``k`` (on this machine: 1 and 2 threads differ only where ``k`` is an odd
+multiple of 16 from 464 on, such as MNIST's 784; ``k`` = 256, 1024 or 10 never differ). Which
+``k`` those are depends on the BLAS build and the CPU, so nothing here assumes them: the first
+time a product of a shape and layout runs while the count may change, ``invariant`` runs it
+on random operands of that shape and layout with every thread count the tuner may choose,
+and compares the bits. Equal: from then on that product runs whole, on however many threads
+the tuner chose (same bits, full speed). Different: in bands. Random operands, because the
+user's may hide a difference (zeros, or a batch of one value); with random ones a different
+``k`` blocking changed most elements (52,192 of 65,536 in ``128x784 @ 784x512``), while the
+same blocking computes every element by the same operations, so equal bits once mean equal
+bits for all operands.
+
+The check costs the product a few times, once per shape and layout for the life of the
+process; it runs only where the count is free to change (``gemm_bands.enable``) and never
+from inside a worker that holds BLAS at one thread (another worker's BLAS call would see the
+count it sets): such a call runs in bands, and asks again next time.
+"""
+import numpy as np
+
+from hiapi.runtime import thread_tuner, threads
+
+_verdicts = {}      # (dtype, a shape/order, b shape/order) -> same bits on every count
+
+
+def _order(x):
+    """'C' (rows contiguous), 'F' (columns contiguous) or None (neither: BLAS is not asked)."""
+    if x.ndim != 2:
+        return None
+    if x.strides[1] == x.itemsize or x.shape[1] == 1:
+        return "C"
+    if x.strides[0] == x.itemsize or x.shape[0] == 1:
+        return "F"
+    return None
+
+
+def known(a, b):
+    """The verdict for ``a @ b``'s shape and layout: True, False, or None (not checked yet)."""
+    return _verdicts.get(_key(a, b))
+
+
+def _key(a, b):
+    return a.dtype.str, a.shape, _order(a), b.shape, _order(b)
+
+
+def invariant(out, a, b, product, blas):
+    """Whether ``product(out, a, b)`` gives the same bits on every thread count the tuner may
+    choose (checked on random operands the first time; see the module docstring). ``blas``:
+    threadpoolctl's controllers of the loaded BLAS libraries (the counts are set on them)."""
+    key = _key(a, b)
+    verdict = _verdicts.get(key)
+    if verdict is None:
+        verdict = _verdicts[key] = _check(out, a, b, product, blas)
+    return verdict
+
+
+def _check(out, a, b, product, blas):
+    if a.dtype.kind != "f" or None in (_order(a), _order(b)) or not blas:
+        return a.dtype.kind != "f"      # integers: numpy's own loop, one thread; else bands
+    rng = np.random.default_rng(0)
+    a_, b_ = _random_like(a, rng), _random_like(b, rng)
+    start = rng.standard_normal(out.shape).astype(out.dtype)     # for a product with beta
+    saved = [lib.num_threads for lib in blas]
+    results = []
+    try:
+        for count in _counts():
+            for lib in blas:
+                lib.set_num_threads(count)
+            result = start.copy()
+            product(result, a_, b_)
+            results.append(result)
+    finally:
+        for lib, count in zip(blas, saved):
+            lib.set_num_threads(count)
+    return all(np.array_equal(results[0], other) for other in results[1:])
+
+
+def _counts():
+    """The counts the tuner may choose (``thread_tuner.candidates``), and always 1 and the
+    whole budget."""
+    budget = threads.budget().threads
+    return sorted(set(thread_tuner.candidates(budget)) | {1, budget})
+
+
+def _random_like(x, rng):
+    """Random values with ``x``'s shape, dtype and order (a transposed view stays one)."""
+    if _order(x) == "F":
+        return rng.standard_normal(x.shape[::-1]).astype(x.dtype).T
+    return rng.standard_normal(x.shape).astype(x.dtype)
+
+
+def forget():
+    """Drop every verdict (tests; a BLAS loaded or reconfigured since)."""
+    _verdicts.clear()
