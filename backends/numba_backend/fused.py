@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from hiapi.runtime import environment
+from hiapi.runtime.dtypes import is_low_precision
 from hiapi.runtime.atomic import atomic_write
 from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend.fused_kernel import fused_elementwise as numpy_fused
@@ -33,6 +34,7 @@ EXPRESSIONS = {
     "power": "a ** b", "maximum": "max(a, b)", "minimum": "min(a, b)",
     "greater": "a > b", "greater_equal": "a >= b", "less": "a < b", "less_equal": "a <= b",
     "equal": "a == b", "not_equal": "a != b", "where": "(b if a else c)",
+    "cast": "a",            # the step's result is converted to its dtype (``_function``)
 }
 
 _compiled = {}
@@ -159,15 +161,23 @@ def _modes(shapes, out_shape):
     return tuple(modes), columns
 
 
-def _loops(shapes, out_shape, program):
+def _loops(shapes, out_shape, program, program_shapes):
     """Whether a program on these shapes compiles to one loop (else the numpy evaluation)."""
     modes, _ = _modes(shapes, out_shape)
-    return None not in modes and all(op.name in EXPRESSIONS for op, _ in program)
+    return None not in modes and _scalar_form(program, program_shapes)
+
+
+def _scalar_form(program, shapes):
+    """Every step has a scalar expression, and no step's value is a 16-bit float (numba
+    compiles none: a cast to float16 inside a float32 program runs on numpy's kernels)."""
+    return all(op.name in EXPRESSIONS for op, _ in program) and not any(
+        is_low_precision(np.dtype(dtype)) for _, dtype in shapes)
 
 
 def program_scratch(shapes, dtypes, attrs):
     """None for a program that runs as one loop; the numpy evaluation's chunk slots else."""
-    if _loops([tuple(s) for s in shapes[1:]], tuple(shapes[0]), attrs["program"]):
+    if _loops([tuple(s) for s in shapes[1:]], tuple(shapes[0]), attrs["program"],
+              attrs["shapes"]):
         return 0
     return numpy_scratch(shapes, dtypes, attrs)
 
@@ -192,7 +202,7 @@ class Loops:
     def __init__(self, program, shapes, out_shape, in_shapes):
         self.program, self.shapes = program, shapes
         self.modes, self.columns = _modes(in_shapes, out_shape)
-        self.runs = None not in self.modes and all(op.name in EXPRESSIONS for op, _ in program)
+        self.runs = None not in self.modes and _scalar_form(program, shapes)
         self.functions, self.seen = {}, (None, (), ())
 
     def __call__(self, out, inputs):
