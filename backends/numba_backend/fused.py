@@ -8,7 +8,8 @@ match the output's trailing axes (a bias over channels: the loop then runs over 
 columns and reads it by column), or match all but the last axis with a length-1 last axis (a
 per-row value such as softmax's maximum and sum: read by row); programs with an op that has no
 scalar form here, or with other broadcasting, run on the numpy kernels instead. Small outputs
-run on one thread.
+run on one thread. Subnormal values are flushed to zero inside the loops
+(``flush_denormals.py``: an optimizer slot stuck below 1.2e-38 slowed every step).
 """
 import hashlib
 import importlib.util
@@ -21,6 +22,7 @@ import numpy as np
 from hiapi.runtime import environment
 from hiapi.runtime.dtypes import is_low_precision
 from hiapi.runtime.atomic import atomic_write
+from hiapi.backends.numba_backend import flush_denormals
 from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend.fused_kernel import fused_elementwise as numpy_fused
 from hiapi.backends.numpy_backend.fused_kernel import program_scratch as numpy_scratch
@@ -68,7 +70,11 @@ PARALLEL_MIN = 1 << 20
 
 def _source(program, modes, name, dtypes):
     """Two functions over the same loop body: ``name`` (parallel) and ``name_serial``."""
-    return "import numpy as np\nfrom numba import njit, prange\n\n" + "\n\n".join(
+    header = "import numpy as np\nfrom numba import njit, prange\n"
+    if flush_denormals.SUPPORTED:
+        header += ("from hiapi.backends.numba_backend.flush_denormals import "
+                   "flush_denormals_begin, flush_denormals_end\n")
+    return header + "\n" + "\n\n".join(
         _function(program, modes, function_name, dtypes, parallel)
         for function_name, parallel in ((name, True), (f"{name}_serial", False)))
 
@@ -80,6 +86,8 @@ def _function(program, modes, name, dtypes, parallel):
     loop = "prange" if parallel else "range"
     lines = [f"@njit(parallel={parallel}, cache=True, fastmath=False)",
              f"def {name}(out, columns, {args}):"]
+    if flush_denormals.SUPPORTED:       # subnormals flushed to zero while the loop runs
+        lines.append("    mxcsr = flush_denormals_begin()")
     indent = "        "
     if any(mode in ROWS for mode in modes):
         # an unsigned flat index: with a signed one numba checks for negative indices
@@ -101,6 +109,8 @@ def _function(program, modes, name, dtypes, parallel):
         cast = "bool" if dtype.kind == "b" else f"np.{dtype.name}"
         lines.append(f"{indent}s{j} = {cast}({expression})")
     lines.append(f"{indent}out[i] = s{len(program) - 1}")
+    if flush_denormals.SUPPORTED:
+        lines.append("    flush_denormals_end(mxcsr)")
     return "\n".join(lines) + "\n"
 
 
