@@ -48,13 +48,18 @@ class Backend:
             return 0
         return int(declare([s.shape for s in specs], [s.dtype for s in specs], op.attrs()))
 
-    def kernel(self, op):
+    def kernel(self, op, specs=None):
+        """The kernel of ``op``; with ``specs`` (the output's then the inputs' ``Spec``s, as
+        the executor knows them when it compiles) the one for those dtypes, where a kernel
+        names it (``for_specs``: chosen once per compile, not checked at every call)."""
         try:
-            return self.kernels[op.name]
+            kernel = self.kernels[op.name]
         except KeyError:
             raise NotImplementedError(
                 f"backend {self.name!r} has no kernel for op {op.name!r} ({type(op).__name__})"
             ) from None
+        choose = getattr(kernel, "for_specs", None)
+        return kernel if specs is None or choose is None else choose(specs)
 
     def empty(self, shape, dtype):
         return self.xp.empty(shape, dtype)

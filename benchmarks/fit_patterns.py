@@ -24,7 +24,8 @@ Variants, each (pattern, variant) in its own fresh process, interleaved round by
 indexing per epoch, ``loss.item()`` and the accuracy per step as ``fit`` logs them, ``no_grad``
 for evaluation). One JSON line per pattern: median milliseconds per step (per batch for
 evaluate and predict) of each variant over the rounds, the ratios ``tuned/fixed`` and
-``tuned/torch``, and the load average after the last round. Run it under
+``tuned/torch``, the share of the tuned run its thread tuner's probes cost
+(``tuned_probing_percent``, median), and the load average after the last round. Run it under
 ``flock /tmp/hiapi-bench.lock`` on a shared machine.
 """
 import argparse
@@ -146,11 +147,23 @@ def steps_of(pattern, spec):
 
 
 def one(model, pattern, variant, backend):
+    """Seconds per step of one pattern, and the share of the run the thread tuner's probes
+    cost (``thread_tuner.probing_seconds``, counted from the warm-up on; 0 for torch and
+    for the fixed count)."""
     spec = MODELS[model]
     runs = torch_runner(spec) if variant == "torch" else hiapi_runner(spec, backend)
+    probing = _probing_seconds(variant)
     start = time.perf_counter()
     runs[pattern]()
-    return (time.perf_counter() - start) / steps_of(pattern, spec)
+    elapsed = time.perf_counter() - start
+    return elapsed / steps_of(pattern, spec), (_probing_seconds(variant) - probing) / elapsed
+
+
+def _probing_seconds(variant):
+    if variant == "torch":
+        return 0.0
+    from hiapi.runtime import thread_tuner
+    return thread_tuner.probing_seconds()
 
 
 def main():
@@ -168,6 +181,7 @@ def main():
     patterns, variants = args.patterns.split(","), args.variants.split(",")
     cpus = str(len(os.sched_getaffinity(0)))
     times = {(p, v): [] for p in patterns for v in variants}
+    probing = {p: [] for p in patterns}
     for round_ in range(args.rounds):
         for pattern in patterns:
             order = variants[round_ % len(variants):] + variants[:round_ % len(variants)]
@@ -178,7 +192,10 @@ def main():
                 out = subprocess.run([sys.executable, __file__, "--backend", args.backend,
                                       "--one", args.model, pattern, variant],
                                      capture_output=True, text=True, env=env, check=True)
-                times[pattern, variant].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                step, share = json.loads(out.stdout.strip().splitlines()[-1])
+                times[pattern, variant].append(step)
+                if variant == "tuned":
+                    probing[pattern].append(share)
     load = round(os.getloadavg()[0], 2)
     for pattern in patterns:
         medians = {v: float(np.median(times[pattern, v])) for v in variants}
@@ -187,6 +204,8 @@ def main():
         line.update({f"{v}_ms": round(1000 * m, 3) for v, m in medians.items()})
         line.update({f"{v}_all_ms": [round(1000 * t, 3) for t in times[pattern, v]]
                      for v in variants})
+        if probing[pattern]:      # the tuner's probes over the run's time, in per cent
+            line["tuned_probing_percent"] = round(100 * float(np.median(probing[pattern])), 2)
         for other in ("fixed", "torch"):
             if "tuned" in medians and other in medians:
                 line[f"tuned_over_{other}"] = round(medians["tuned"] / medians[other], 3)

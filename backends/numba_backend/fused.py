@@ -229,17 +229,42 @@ class Loops:
         return functions
 
 
+LAST = "numba last call"      # scratch key: the buffers of the node's last call and its call
+
+
 @backend.register("fused_elementwise", scratch=program_scratch)
 def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
+    # The executor calls a node with the same buffer objects step after step (the plan's,
+    # a Variable's storage, a batch gathered into reused buffers): then the function and
+    # its flat views are those of the last call, and checking identity is all the work.
+    # Classifying the buffers every call cost 3-5 us a node, ~20 nodes a small train step.
+    last = scratch.get(LAST)
+    if last is not None and last[0] is out and _same(inputs, last[1]):
+        last[2](*last[3])
+        return
     key = ("numba", out.shape) + tuple(a.shape for a in inputs)
     loops = scratch.get(key)                # per node and shapes: classified and compiled once
     if loops is None:
         loops = scratch[key] = Loops(program, shapes, out.shape, [a.shape for a in inputs])
     if loops.runs and out.flags.c_contiguous:
         parallel, serial = loops(out, inputs)
-        flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
-        (parallel if out.size >= PARALLEL_MIN else serial)(out.reshape(-1), loops.columns,
-                                                           *flat)
+        function = parallel if out.size >= PARALLEL_MIN else serial
+        if all(a.flags.c_contiguous for a in inputs):     # flat views, not copies: kept
+            args = (out.reshape(-1), loops.columns) + tuple(a.reshape(-1) for a in inputs)
+            scratch[LAST] = (out, inputs, function, args)
+        else:
+            args = (out.reshape(-1), loops.columns) + tuple(
+                np.ascontiguousarray(a).reshape(-1) for a in inputs)
+        function(*args)
         return
     numpy_fused(out, *inputs, program=program, shapes=shapes, scratch=scratch,
                 workspace=workspace)
+
+
+def _same(inputs, last):
+    if len(inputs) != len(last):
+        return False
+    for a, b in zip(inputs, last):
+        if a is not b:
+            return False
+    return True

@@ -28,9 +28,14 @@ def fall_back(backend, numpy_backend):
 
 
 def _dispatch(kernel, numpy_kernel):
+    """The kernel that looks at its arrays' dtypes at every call, for callers that know none;
+    the executor asks ``for_specs`` once per compile instead (``Backend.kernel``): the check
+    cost ~3 us a kernel, 40-50 us of the 784-128-10 MLP's 1 ms train step."""
     @functools.wraps(kernel)
     def run(*arrays, **attrs):
         return (numpy_kernel if _sixteen_bits(arrays) else kernel)(*arrays, **attrs)
+    run.for_specs = lambda specs: numpy_kernel if any(
+        is_low_precision(spec.dtype) for spec in specs) else kernel
     return run
 
 

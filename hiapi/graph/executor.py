@@ -142,7 +142,7 @@ class Executable:
         elif (value := op.value_from_shapes(*(self.specs[v] for v in var.inputs))) is not None:
             self.buffers[i] = backend.asarray(value)      # known from the shapes: no step
         else:
-            kernel = backend.kernel(op)
+            kernel = backend.kernel(op, [spec] + [self.specs[v] for v in var.inputs])
             view = op.view_of is not None
             if not view:
                 self.buffers[i] = allocate(var, spec)

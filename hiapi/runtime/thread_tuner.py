@@ -82,6 +82,7 @@ def candidates(budget):
 _adapting = None
 _on_adapting = []
 _last_choice = None
+_probing_seconds = 0.0      # what every probe in this process cost (``probing_seconds``)
 
 
 def refresh():
@@ -109,6 +110,13 @@ def when_adapting(function):
     _on_adapting.append(function)
     if _adapting:
         function()
+
+
+def probing_seconds():
+    """Seconds the probes of every step in this process cost over running each probe's
+    chosen count all along: what the tuning cost (``benchmarks/fit_patterns.py`` reports it
+    as a share of the run)."""
+    return _probing_seconds
 
 
 def last_choice():
@@ -195,7 +203,7 @@ class StepTuner:
         return all(CLEAR * max(fastest) <= min(t) for t in times if t is not fastest)
 
     def _finish(self):
-        global _last_choice
+        global _last_choice, _probing_seconds
         self.plan = []
         best = min((n for n in self.times if self.times[n]), key=lambda n: typical(self.times[n]))
         mine = self.times[self.choice]
@@ -203,6 +211,7 @@ class StepTuner:
             best = self.choice          # within the noise: keep it, and let the gap grow
         # what the probe cost over running the chosen count all along
         self.cost = max(0.0, self.spent - self.probed * typical(self.times[best]))
+        _probing_seconds += self.cost
         self.gap = min(2 * self.gap, MAX_GAP_SECONDS) if best == self.choice else GAP_SECONDS
         self.choice = _last_choice = best
         self.reference, self.since, self.probes = None, 0.0, self.probes + 1

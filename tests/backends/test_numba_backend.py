@@ -158,3 +158,28 @@ def test_a_loop_run_in_place_reads_its_input_as_the_output(numba_backend):
     assert any(fused.IN_PLACE in key[2] for key in fused._compiled)
     for a, b in zip(got, train("numpy")):
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool"])
+def test_one_hot_loop_matches_numpys_kernel(dtype):
+    from hiapi.backends.numba_backend.registry import backend as numba_kernels
+    from hiapi.backends.numpy_backend import backend as numpy_kernels
+    labels = np.random.default_rng(0).integers(0, 10, (4, 8))
+    expected, out = np.full((4, 8, 10), 7, dtype), np.full((4, 8, 10), 7, dtype)
+    numpy_kernels.kernels["one_hot"](expected, labels, depth=10, dtype=np.dtype(dtype))
+    numba_kernels.kernels["one_hot"](out, labels, depth=10, dtype=np.dtype(dtype))
+    np.testing.assert_array_equal(out, expected)
+    assert out.sum() == labels.size
+
+
+def test_one_hot_loop_leaves_indices_outside_the_depth_to_numpys_kernel():
+    from hiapi.backends.numba_backend.registry import backend as numba_kernels
+    from hiapi.backends.numpy_backend import backend as numpy_kernels
+    negative = np.array([0, -1, 2])                 # numpy's kernel counts -1 from the end
+    expected, out = np.empty((3, 4), np.float32), np.empty((3, 4), np.float32)
+    numpy_kernels.kernels["one_hot"](expected, negative, depth=4, dtype=np.dtype("float32"))
+    numba_kernels.kernels["one_hot"](out, negative, depth=4, dtype=np.dtype("float32"))
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(IndexError):
+        numba_kernels.kernels["one_hot"](out[:2], np.array([0, 4]), depth=4,
+                                         dtype=np.dtype("float32"))
