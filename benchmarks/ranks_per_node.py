@@ -18,6 +18,7 @@ rank's step times are pooled. One JSON line per configuration: median, min-max, 
 the single 1-thread process; the target is hiapi ranks / single <= 1.25 and <= torch ranks.
 """
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -103,6 +104,9 @@ def main():
     if args.worker:
         worker(args.worker, args.steps)
         return
+    if importlib.util.find_spec("mpi4py") is None:      # each rank needs it: say so first
+        sys.exit("ranks_per_node.py runs ranks under mpiexec: install the mpi extra "
+                 "(pip install -e '.[mpi]'; it is in dev)")
     configs = configurations(args.ranks, args.backend)
     times = {name: [] for name in configs}
     for _ in range(args.rounds):
