@@ -86,7 +86,7 @@ def available(dtype=np.float32):
     return np.dtype(dtype) in _functions_found()
 
 
-def _layout(x):
+def layout(x):
     """(transpose flag, leading dimension) of a 2-D array as BLAS reads it row-major, or None
     when neither its rows nor its columns are contiguous (or its strides run backwards)."""
     item, (rows, cols), (down, across) = x.itemsize, x.shape, x.strides
@@ -110,8 +110,8 @@ def can_run(out, a, b):
     ``out`` with contiguous rows (a band of columns of a C-contiguous array is fine), ``a``
     and ``b`` with contiguous rows or columns."""
     return (out.dtype == a.dtype == b.dtype and out.ndim == a.ndim == b.ndim == 2 and
-            available(out.dtype) and _layout(out) is not None and
-            _layout(out)[0] == NO_TRANS and _layout(a) is not None and _layout(b) is not None)
+            available(out.dtype) and layout(out) is not None and
+            layout(out)[0] == NO_TRANS and layout(a) is not None and layout(b) is not None)
 
 
 def gemm(out, a, b, alpha, beta):
@@ -128,6 +128,6 @@ def _call(fn, out, a, b, alpha, beta):
     if k == 0:                          # no product: BLAS builds differ on k = 0
         np.multiply(out, beta, out=out)
         return
-    (trans_a, lda), (trans_b, ldb), (_, ldc) = _layout(a), _layout(b), _layout(out)
+    (trans_a, lda), (trans_b, ldb), (_, ldc) = layout(a), layout(b), layout(out)
     fn(ROW_MAJOR, trans_a, trans_b, m, n, k, float(alpha), a.ctypes.data, lda, b.ctypes.data,
        ldb, float(beta), out.ctypes.data, ldc)

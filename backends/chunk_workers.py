@@ -79,7 +79,7 @@ class ChunkWorkers:
         with self._single:
             self._single_depth += 1
             if self._single_depth == 1:
-                blas = self._blas_libraries()
+                blas = self.blas_libraries()
                 self._saved = [lib.num_threads for lib in blas]
                 for lib, n in zip(blas, self._saved):
                     if n != 1:
@@ -89,17 +89,13 @@ class ChunkWorkers:
         with self._single:
             self._single_depth -= 1
             if self._single_depth == 0:
-                for lib, n in zip(self._blas_libraries(), self._saved):
+                for lib, n in zip(self.blas_libraries(), self._saved):
                     if n != 1:
                         lib.set_num_threads(n)
 
     def holds_blas_single_threaded(self):
         """Whether some thread is between ``single_threaded_blas_begin`` and ``_end`` now."""
         return self._single_depth > 0
-
-    def blas_libraries(self):
-        """threadpoolctl's controllers of the loaded BLAS libraries (found on first use)."""
-        return self._blas_libraries()
 
     def _executor(self, size):
         # a forked child inherits the pool but not its threads: it starts its own
@@ -110,7 +106,8 @@ class ChunkWorkers:
             self._pid = os.getpid()
         return self._pool
 
-    def _blas_libraries(self):
+    def blas_libraries(self):
+        """threadpoolctl's controllers of the loaded BLAS libraries (found on first use)."""
         if self._blas is None:
             from threadpoolctl import ThreadpoolController
             self._blas = ThreadpoolController().select(user_api="blas").lib_controllers

@@ -39,7 +39,6 @@ work on 2 or 4 threads), and a product too small to share (``MIN_SPLIT_FLOPS``) 
 the calling thread. Products with leading (batch) dimensions are split along the first one
 instead, each matrix whole.
 """
-import weakref
 from functools import lru_cache
 
 import numpy as np
@@ -139,22 +138,10 @@ def in_bands(out, a, b, product):
     workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
 
 
-# (id(b), a's shape, strides and type) -> (weak b, verdict): a step multiplies the same
-# weight (or planned buffer) b by an operand of the same layout at every call, though a fed
-# batch is a new array each time
-_seen = {}
-
-
 def _whole_is_invariant(out, a, b, product):
     """Whether this 2-D product gives the same bits whole on any thread count
     (``backends/thread_invariance.py``: checked once per shape and layout). Not checked from
-    inside a worker that holds BLAS at one thread: the check sets BLAS's count for everyone.
-    The verdict is kept per ``b`` object and ``a`` layout (``_seen``): the lookup by shapes
-    and layouts cost ~5 us a product, a tenth of a batch-32 forward."""
-    key = (id(b), a.shape, a.strides, a.dtype.char)
-    seen = _seen.get(key)
-    if seen is not None and seen[0]() is b:
-        return seen[1]
+    inside a worker that holds BLAS at one thread: the check sets BLAS's count for everyone."""
     if out.ndim != 2 or np.may_share_memory(a, b):
         return False
     verdict = thread_invariance.known(a, b)
@@ -162,9 +149,6 @@ def _whole_is_invariant(out, a, b, product):
         if workers.holds_blas_single_threaded():
             return False            # in bands this time; checked on a later call
         verdict = thread_invariance.invariant(out, a, b, product, workers.blas_libraries())
-    if len(_seen) >= 1024:          # entries of arrays since freed: bounded
-        _seen.clear()
-    _seen[key] = (weakref.ref(b), verdict)      # a weak reference: never keeps data alive
     return verdict
 
 

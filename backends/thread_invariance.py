@@ -32,20 +32,13 @@ count it sets): such a call runs in bands, and asks again next time.
 """
 import numpy as np
 
+from hiapi.backends import blas
 from hiapi.runtime import thread_tuner, threads
 
-_verdicts = {}      # (dtype, a shape/order, b shape/order) -> same bits on every count
-
-
-def _order(x):
-    """'C' (rows contiguous), 'F' (columns contiguous) or None (neither: BLAS is not asked)."""
-    if x.ndim != 2:
-        return None
-    if x.strides[1] == x.itemsize or x.shape[1] == 1:
-        return "C"
-    if x.strides[0] == x.itemsize or x.shape[0] == 1:
-        return "F"
-    return None
+# (dtype, a's shape and strides, b's shape and strides) -> same bits on every count. Strides,
+# not a layout read from them: the key is then a few attribute reads, cheap enough to ask at
+# every product (a step's operands keep their shapes and strides from call to call)
+_verdicts = {}
 
 
 def known(a, b):
@@ -54,37 +47,39 @@ def known(a, b):
 
 
 def _key(a, b):
-    return a.dtype.str, a.shape, _order(a), b.shape, _order(b)
+    return a.dtype.char, a.shape, a.strides, b.shape, b.strides
 
 
-def invariant(out, a, b, product, blas):
+def invariant(out, a, b, product, libraries):
     """Whether ``product(out, a, b)`` gives the same bits on every thread count the tuner may
-    choose (checked on random operands the first time; see the module docstring). ``blas``:
-    threadpoolctl's controllers of the loaded BLAS libraries (the counts are set on them)."""
+    choose (checked on random operands the first time; see the module docstring).
+    ``libraries``: threadpoolctl's controllers of the loaded BLAS libraries (the counts are
+    set on them)."""
     key = _key(a, b)
     verdict = _verdicts.get(key)
     if verdict is None:
-        verdict = _verdicts[key] = _check(out, a, b, product, blas)
+        verdict = _verdicts[key] = _check(out, a, b, product, libraries)
     return verdict
 
 
-def _check(out, a, b, product, blas):
-    if a.dtype.kind != "f" or None in (_order(a), _order(b)) or not blas:
+def _check(out, a, b, product, libraries):
+    if a.dtype.kind != "f" or a.ndim != 2 or b.ndim != 2 or not libraries or \
+            blas.layout(a) is None or blas.layout(b) is None:
         return a.dtype.kind != "f"      # integers: numpy's own loop, one thread; else bands
     rng = np.random.default_rng(0)
     a_, b_ = _random_like(a, rng), _random_like(b, rng)
     start = rng.standard_normal(out.shape).astype(out.dtype)     # for a product with beta
-    saved = [lib.num_threads for lib in blas]
+    saved = [lib.num_threads for lib in libraries]
     results = []
     try:
         for count in _counts():
-            for lib in blas:
+            for lib in libraries:
                 lib.set_num_threads(count)
             result = start.copy()
             product(result, a_, b_)
             results.append(result)
     finally:
-        for lib, count in zip(blas, saved):
+        for lib, count in zip(libraries, saved):
             lib.set_num_threads(count)
     return all(np.array_equal(results[0], other) for other in results[1:])
 
@@ -97,12 +92,8 @@ def _counts():
 
 
 def _random_like(x, rng):
-    """Random values with ``x``'s shape, dtype and order (a transposed view stays one)."""
-    if _order(x) == "F":
+    """Random values with ``x``'s shape, dtype and order as BLAS reads it (a transposed view
+    stays one)."""
+    if blas.layout(x)[0] == blas.TRANS:
         return rng.standard_normal(x.shape[::-1]).astype(x.dtype).T
     return rng.standard_normal(x.shape).astype(x.dtype)
-
-
-def forget():
-    """Drop every verdict (tests; a BLAS loaded or reconfigured since)."""
-    _verdicts.clear()

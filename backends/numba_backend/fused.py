@@ -14,6 +14,7 @@ run on one thread. Subnormal values are flushed to zero inside the loops
 import hashlib
 import importlib.util
 import math
+import operator
 import re
 import sys
 
@@ -171,23 +172,18 @@ def _modes(shapes, out_shape):
     return tuple(modes), columns
 
 
-def _loops(shapes, out_shape, program, program_shapes):
-    """Whether a program on these shapes compiles to one loop (else the numpy evaluation)."""
-    modes, _ = _modes(shapes, out_shape)
-    return None not in modes and _scalar_form(program, program_shapes)
-
-
-def _scalar_form(program, shapes):
-    """Every step has a scalar expression, and no step's value is a 16-bit float (numba
-    compiles none: a cast to float16 inside a float32 program runs on numpy's kernels)."""
-    return all(op.name in EXPRESSIONS for op, _ in program) and not any(
-        is_low_precision(np.dtype(dtype)) for _, dtype in shapes)
+def _runs_as_loop(modes, program, shapes):
+    """Whether a program compiles to one loop (else the numpy evaluation): every input read in
+    a way the loop knows (``modes``), every step a scalar expression, and no step's value a
+    16-bit float (numba compiles none: a cast to float16 runs on numpy's kernels)."""
+    return None not in modes and all(op.name in EXPRESSIONS for op, _ in program) and \
+        not any(is_low_precision(np.dtype(dtype)) for _, dtype in shapes)
 
 
 def program_scratch(shapes, dtypes, attrs):
     """None for a program that runs as one loop; the numpy evaluation's chunk slots else."""
-    if _loops([tuple(s) for s in shapes[1:]], tuple(shapes[0]), attrs["program"],
-              attrs["shapes"]):
+    modes, _ = _modes([tuple(s) for s in shapes[1:]], tuple(shapes[0]))
+    if _runs_as_loop(modes, attrs["program"], attrs["shapes"]):
         return 0
     return numpy_scratch(shapes, dtypes, attrs)
 
@@ -206,21 +202,17 @@ def _in_place(out, inputs, modes):
 
 class Loops:
     """A node's compiled loops (per which inputs, if any, are its output's memory) and how
-    its inputs are read; the buffers last seen are kept, so the same buffers (the memory
-    plan's, a Variable's) are not compared again at every call."""
+    its inputs are read."""
 
     def __init__(self, program, shapes, out_shape, in_shapes):
         self.program, self.shapes = program, shapes
         self.modes, self.columns = _modes(in_shapes, out_shape)
-        self.runs = None not in self.modes and _scalar_form(program, shapes)
-        self.functions, self.seen = {}, (None, (), ())
+        self.runs = _runs_as_loop(self.modes, program, shapes)
+        self.functions = {}
 
     def __call__(self, out, inputs):
         """The (parallel, serial) functions for these buffers."""
-        last_out, last_inputs, same = self.seen
-        if out is not last_out or any(a is not b for a, b in zip(inputs, last_inputs)):
-            same = _in_place(out, inputs, self.modes)
-            self.seen = (out, inputs, same)
+        same = _in_place(out, inputs, self.modes)
         functions = self.functions.get(same)
         if functions is None:
             modes = tuple(IN_PLACE if k in same else m for k, m in enumerate(self.modes))
@@ -239,7 +231,8 @@ def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     # its flat views are those of the last call, and checking identity is all the work.
     # Classifying the buffers every call cost 3-5 us a node, ~20 nodes a small train step.
     last = scratch.get(LAST)
-    if last is not None and last[0] is out and _same(inputs, last[1]):
+    if last is not None and last[0] is out and len(inputs) == len(last[1]) and \
+            all(map(operator.is_, inputs, last[1])):
         last[2](*last[3])
         return
     key = ("numba", out.shape) + tuple(a.shape for a in inputs)
@@ -260,11 +253,3 @@ def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     numpy_fused(out, *inputs, program=program, shapes=shapes, scratch=scratch,
                 workspace=workspace)
 
-
-def _same(inputs, last):
-    if len(inputs) != len(last):
-        return False
-    for a, b in zip(inputs, last):
-        if a is not b:
-            return False
-    return True

@@ -28,7 +28,7 @@ def test_every_task_runs_once_on_its_own_slot():
 
 def test_a_workers_error_is_raised_and_blas_threads_are_restored():
     workers = ChunkWorkers()
-    blas = workers._blas_libraries()
+    blas = workers.blas_libraries()
     before = [lib.num_threads for lib in blas]
 
     def job(task, slot):
@@ -41,7 +41,7 @@ def test_a_workers_error_is_raised_and_blas_threads_are_restored():
 
 def test_blas_is_single_threaded_inside_the_chunks():
     workers = ChunkWorkers()
-    blas = workers._blas_libraries()
+    blas = workers.blas_libraries()
     if not blas:
         pytest.skip("no BLAS library that threadpoolctl controls")
     inside = []

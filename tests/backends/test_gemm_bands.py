@@ -132,7 +132,7 @@ def test_a_product_whose_bits_follow_the_count_runs_in_bands_and_one_that_does_n
 
 def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back(monkeypatch):
     monkeypatch.setattr(gemm_bands, "_enabled", True)
-    blas = chunk_workers.workers._blas_libraries()
+    blas = chunk_workers.workers.blas_libraries()
     if not blas:
         pytest.skip("no BLAS library that threadpoolctl controls")
     before = [lib.num_threads for lib in blas]

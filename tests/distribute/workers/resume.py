@@ -9,19 +9,10 @@ import sys
 import numpy as np
 
 import hiapi
-from hiapi import layers
+import toy_classifier    # beside this script (its folder is on sys.path)
 
 mode, out = sys.argv[1], sys.argv[2]
-hiapi.utils.set_random_seed(4)
-strategy = hiapi.distribute.Strategy()
-rng = np.random.default_rng(0)
-x = rng.normal(size=(240, 6)).astype(np.float32)
-y = (x[:, 0] - x[:, 2] > 0).astype(int)
-with strategy.scope():
-    model = hiapi.Sequential([hiapi.Input(shape=(6,)), layers.Dense(8, activation="tanh"),
-                              layers.Dropout(0.2), layers.Dense(2, activation="softmax")])
-    model.compile(optimizer=hiapi.optimizers.SGD(0.1, momentum=0.9), metrics=["accuracy"],
-                  loss="sparse_categorical_crossentropy")
+strategy, model, x, y = toy_classifier.build(240)
 
 
 class Crash(hiapi.callbacks.Callback):
