@@ -2,7 +2,7 @@
 
     python benchmarks/fit_overhead.py [--epochs 5] [--rounds 2] [--backend numpy]
                                       [--model mlp|convnet] [--samples 60000]
-                                      [--variants gather,loop,fit,fit_prefetch,fit_bar,fit_chunks]
+                                      [--variants gather,loop,fit,fit_inline,fit_bar,fit_chunks]
 
 By default the main job's model and data (MLP 512 on the bundled MNIST, batch 128, SGD with
 momentum, 469 steps per epoch): small steps, so per-batch Python work shows most; ``--model
@@ -14,12 +14,13 @@ row, interleaved round by round on the same model:
                 nothing else: the floor of a trainer that shuffles rows on the training thread
     loop        ``model.train_on_batch(xb, yb)`` over pre-sliced batches: a hand-written loop
     fit         ``model.fit(x, y, epochs=E, batch_size=128, verbose=0)``, called once for the
-                E epochs, as a user calls it: shuffling, gathering every batch on the training
-                thread between steps, metrics, callbacks, and the NaN check of the data once
-                per call
-    fit_prefetch  the same with ``HIAPI_PREFETCH=1`` (``prefetch.ENABLED``): the next batch
-                gathered on a helper thread while the step runs (``models/prefetch.py``; off
-                by default because whole epochs measured slower: compare ``*_s_per_epoch``)
+                E epochs, as a user calls it: shuffling, the next batch gathered on a helper
+                thread at idle priority while the step runs (``models/prefetch.py``, on by
+                default on Linux), metrics, callbacks, and the NaN check of the data once per
+                call
+    fit_inline  the same with ``HIAPI_PREFETCH=0`` (``prefetch.ENABLED``): every batch
+                gathered on the training thread between steps (compare ``*_s_per_epoch``:
+                whole epochs, not only the overhead figure)
     fit_bar     ``fit`` with ``verbose=1`` (the tqdm progress bar, output discarded)
     fit_chunks  ``fit`` with Keras's ``shuffle="batch"``: batch-sized chunks in a random order,
                 each batch a slice of the arrays, so nothing is gathered: what ``fit`` costs
@@ -32,7 +33,7 @@ percent from epoch to epoch, far more than the overhead being measured, so the o
 ratio of the two parts of the *same* run (``overhead = outside / inside``), not a difference
 between runs. A batch gathered on the prefetch thread while a step runs costs nothing outside
 the step; if it slowed the step down instead, the step's own time shows it: ``*_step_s_per_epoch``
-is the time inside the steps per epoch, to compare between ``fit`` and ``fit_prefetch``.
+is the time inside the steps per epoch, to compare between ``fit`` and ``fit_inline``.
 One JSON line with, per variant, seconds per epoch and the overhead (medians over rounds).
 
 A busy machine stretches the wall-clock parts unevenly (a preempted step is "inside", a
@@ -77,7 +78,7 @@ def main():
     parser.add_argument("--backend", default=os.environ.get("HIAPI_BACKEND", "numpy"))
     parser.add_argument("--model", choices=("mlp", "convnet"), default="mlp")
     parser.add_argument("--samples", type=int, default=60000)
-    parser.add_argument("--variants", default="gather,loop,fit,fit_prefetch,fit_bar,fit_chunks",
+    parser.add_argument("--variants", default="gather,loop,fit,fit_inline,fit_bar,fit_chunks",
                         help="comma-separated subset to run")
     args = parser.parse_args()
     os.environ["HIAPI_BACKEND"] = args.backend
@@ -125,9 +126,10 @@ def main():
             for xb, yb in batches:
                 model.train_on_batch(xb, yb)
 
-    def fit(verbose, prefetching=False, shuffle=True):
+    def fit(verbose, prefetching=None, shuffle=True):      # None: hiapi's default
         def run():
-            default, prefetch.ENABLED = prefetch.ENABLED, prefetching
+            default = prefetch.ENABLED
+            prefetch.ENABLED = default if prefetching is None else prefetching
             try:
                 with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
                         contextlib.redirect_stderr(sink):
@@ -137,7 +139,7 @@ def main():
                 prefetch.ENABLED = default
         return run
 
-    variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_prefetch": fit(0, True),
+    variants = {"gather": gather, "loop": loop, "fit": fit(0), "fit_inline": fit(0, False),
                 "fit_bar": fit(1), "fit_chunks": fit(0, shuffle="batch")}
     variants = {name: variants[name] for name in args.variants.split(",")}
     measures = ("s_per_epoch", "step_s_per_epoch", "overhead", "cpu_s_per_epoch",

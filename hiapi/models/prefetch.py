@@ -7,37 +7,65 @@ steps while the second core sat idle in the step's single-threaded parts. ``np.t
 the GIL, so a second thread can copy batch k+1 while step k runs, as tf.data's prefetch and
 torch's DataLoader do; the training thread then only picks the finished batch up.
 
-Same batches, same order: batch k+1 is gathered from the same indices into the other of two
-buffer sets (step k reads one while the next is written into the other). As without
+Same batches, same order: batch k+1 is gathered from the same indices into another buffer set
+than batch k's (step k reads one while the next is written into another). As without
 prefetching, a batch is valid until the next one is asked for: only then is the batch after
 that started into its buffers.
+
+At idle priority, and why: a helper thread at normal priority lowered ``fit``'s overhead
+*figure* (the time outside the steps) but made whole epochs slower on this project's 2-core
+machine: same-process A/B of the MNIST MLP (alternating epochs), 1.031x on numpy and 1.088x on
+numba. The copy competed with the step's two BLAS threads for the same two cores, and a BLAS
+thread waiting for its core holds up the whole product; ``nice 19`` did not help (1.03x). So
+the helper runs under Linux's ``SCHED_IDLE`` policy: the kernel gives it a core only when no
+other thread wants one, which on a training machine means the gaps between kernels (the
+training thread's Python work, BLAS's threads asleep). The same A/B then gave 0.96x and 0.97x
+on numba (whole epochs 3-4 % faster), and ``benchmarks/fit_overhead.py`` 0.91x (numba) and
+0.97x (numpy) of ``fit`` without it.
+
+A helper at idle priority may not get a core at all while other processes keep both busy, so
+the training thread never waits on it for long (``_Job.result``): it waits up to a few times
+what gathering the epoch's first batch took (``PATIENCE``), then gathers the batch itself and
+gathers inline for the rest of the epoch. The helper may still be copying the batch it was
+late with; it writes only into its own two buffer sets, never into the training thread's two
+(batch k lives in ``own[k % 2]`` or ``helpers[k % 2]``), and works its jobs one at a time, so
+no buffer is written while a step reads it.
 
 When it runs (``wanted``): shuffled batches only (in-order batches are views, nothing is
 copied), when this process may run at least two threads now (``threads.active_threads()``,
 asked again before every batch: one means one core, e.g. a rank of several on a node,
-``HIAPI_NUM_THREADS=1``, or the thread tuner backing off under load, where a thread that must
-wait for a core costs more than it saves) and when a batch is large enough that the hand-off
-between threads (tens of microseconds) is worth it (``MIN_BYTES``); and only when asked for
-(``HIAPI_PREFETCH=1``, ``hiapi.config.prefetch``; ``ENABLED`` is what the benchmark flips).
-
-Why off by default: it lowers ``fit``'s overhead *figure* (the time outside the steps), but on
-this project's 2-core machine, quiet, it made whole epochs slower: same-process A/B of the
-MNIST MLP (alternating epochs), 1.031x on numpy and 1.088x on numba, and ``fit`` against
-``fit`` with it off in ``benchmarks/fit_overhead.py`` 1.064x and 1.035x. The copy moves off
-the training thread but competes with the step's two BLAS threads for the same two cores and
-the memory bus, so the steps grow by more than the gather took. A machine whose budget leaves
-a core free (or slow storage behind the arrays) is where it can pay; measure there.
+``HIAPI_NUM_THREADS=1``, or the thread tuner backing off under load), when a batch is large
+enough that the hand-off between threads (tens of microseconds) is worth it (``MIN_BYTES``),
+and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it on at normal
+priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the benchmark flips).
 
 Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
 ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in the step:
 ``fit`` closes the epoch's generator), so no thread writes a buffer after its epoch.
 """
+import os
 import queue
 import threading
+import time
 
 from hiapi.runtime import environment, threads
 
-ENABLED = environment.prefetch()
+# Linux's idle scheduling class (None where the platform has none)
+IDLE_POLICY = getattr(os, "SCHED_IDLE", None) if hasattr(os, "sched_setscheduler") else None
+
+
+def enabled_by_default(choice):
+    """``HIAPI_PREFETCH``'s choice (True, False, or None when unset: on where the helper can run
+    at idle priority)."""
+    return IDLE_POLICY is not None if choice is None else choice
+
+
+ENABLED = enabled_by_default(environment.prefetch())
+THREAD_NAME = "hiapi-batch-prefetch"
+# how long the training thread waits for the helper: this many times the first batch's inline
+# gather, plus a floor for the hand-off and the helper's wake-up (tens of microseconds)
+PATIENCE = 4
+PATIENCE_FLOOR_SECONDS = 0.002
 # Below this a batch is copied inline in a few microseconds (2 us for 32 rows of 64 B, 8 us for
 # 16 MNIST rows, 49 KB), less than what the hand-off risks: a round trip to the thread took
 # 35-45 us when no step ran in between to hide it (128 MNIST rows: 47 us inline).
@@ -53,41 +81,88 @@ def wanted(arrays, indices):
     return row_bytes * len(indices[0]) >= MIN_BYTES and threads.active_threads() >= 2
 
 
-def batches(gatherers, indices):
-    """Yield ``gatherers[k % 2].take(indices[k])`` for every k, batch k+1 gathered on a
-    background thread while batch k is in use. ``gatherers`` are two ``BatchGatherer`` over
-    the same arrays (their own buffers)."""
-    jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
-    worker = threading.Thread(target=_work, args=(jobs, results), daemon=True,
-                              name="hiapi-batch-prefetch")
+def batches(own, helpers, indices):
+    """Yield batch k of ``indices`` for every k, batch k+1 gathered on a helper thread while
+    batch k is in use. ``own`` and ``helpers`` are two ``BatchGatherer`` each over the same
+    arrays: batch k is gathered into ``own[k % 2]`` on the training thread (the first batch,
+    and every batch the helper was late with) or ``helpers[k % 2]`` on the helper."""
+    jobs = queue.SimpleQueue()
+    worker = threading.Thread(target=_work, args=(jobs,), daemon=True, name=THREAD_NAME)
     worker.start()
     try:
-        batch = gatherers[0].take(indices[0])
+        started = time.perf_counter()
+        batch = own[0].take(indices[0])
+        patience = PATIENCE * (time.perf_counter() - started) + PATIENCE_FLOOR_SECONDS
+        prefetching = True
         for k in range(len(indices)):
             following = k + 1 < len(indices)
             # asked at every step: the thread tuner may move to one thread mid-epoch
-            ahead = following and threads.active_threads() >= 2
-            if ahead:
-                jobs.put((gatherers[(k + 1) % 2].take, indices[k + 1]))
+            job = None
+            if following and prefetching and threads.active_threads() >= 2:
+                job = _Job(helpers[(k + 1) % 2].take, indices[k + 1])
+                jobs.put(job)
             yield batch
-            if ahead:
-                batch, error = results.get()
-                if error is not None:
-                    raise error
-            elif following:
-                batch = gatherers[(k + 1) % 2].take(indices[k + 1])
+            if job is not None:
+                batch = job.result(patience)
+                prefetching = batch is not None     # late: no core to spare this epoch
+            if following and (job is None or batch is None):
+                batch = own[(k + 1) % 2].take(indices[k + 1])
     finally:
         jobs.put(None)
         worker.join()          # the gather in flight, if any, finishes first
 
 
-def _work(jobs, results):
-    while True:
-        job = jobs.get()
-        if job is None:
-            return
-        take, index = job
+class _Job:
+    """One batch for the helper to gather, which the training thread gives up on if the
+    helper has not finished it in time."""
+    WAITING, RUNNING, DONE, DROPPED = range(4)
+
+    def __init__(self, take, index):
+        self.take, self.index = take, index
+        self.state, self.batch, self.error = _Job.WAITING, None, None
+        self.lock, self.done = threading.Lock(), threading.Event()
+
+    def run(self):
+        """On the helper thread: gather, unless the training thread gave up first."""
+        with self.lock:
+            if self.state == _Job.DROPPED:
+                return
+            self.state = _Job.RUNNING
         try:
-            results.put((take(index), None))
-        except BaseException as error:        # handed to the training thread, raised there
-            results.put((None, error))
+            batch, error = self.take(self.index), None
+        except BaseException as caught:          # handed to the training thread, raised there
+            batch, error = None, caught
+        with self.lock:
+            if self.state == _Job.RUNNING:
+                self.state, self.batch, self.error = _Job.DONE, batch, error
+        self.done.set()
+
+    def result(self, patience):
+        """The gathered batch (an error while gathering is raised here), or None when the
+        helper has not finished within ``patience`` seconds: the job is dropped then."""
+        if not self.done.wait(patience):
+            with self.lock:
+                if self.state != _Job.DONE:
+                    self.state = _Job.DROPPED
+                    return None
+        if self.error is not None:
+            raise self.error
+        return self.batch
+
+
+def _work(jobs):
+    run_when_idle()
+    while (job := jobs.get()) is not None:
+        job.run()
+
+
+def run_when_idle():
+    """Put the calling thread in Linux's idle scheduling class (it then runs only on a core
+    no other thread wants); True when done. Elsewhere, or when refused, it stays as it is."""
+    if IDLE_POLICY is None:
+        return False
+    try:
+        os.sched_setscheduler(threading.get_native_id(), IDLE_POLICY, os.sched_param(0))
+    except OSError:
+        return False
+    return True

@@ -1,6 +1,11 @@
 """Prefetching shuffled batches on a thread (models/prefetch.py): the same batches in the same
-order, no thread left behind however an epoch ends, and only where it can pay."""
+order, no thread left behind however an epoch ends, the helper at idle priority and never
+waited on for long, and only where it can pay."""
+import os
 import threading
+import time
+
+import sys
 
 import numpy as np
 import pytest
@@ -13,17 +18,30 @@ def _prefetch_threads():
     return [t for t in threading.enumerate() if t.name == "hiapi-batch-prefetch"]
 
 
+def _sets(arrays):
+    """The training thread's two buffer sets and the helper's two."""
+    return [data.BatchGatherer(arrays) for _ in range(2)], \
+        [data.BatchGatherer(arrays) for _ in range(2)]
+
+
 @pytest.fixture(autouse=True)
 def switched_on(monkeypatch):
-    """HIAPI_PREFETCH=1 (off by default: ``hiapi.config.prefetch``)."""
+    """Prefetching on (``HIAPI_PREFETCH=1``; by default it is on Linux only), and the training
+    thread patient enough that a helper at idle priority on a busy test machine is waited for
+    (where it is not is tested on its own)."""
     monkeypatch.setattr(prefetch, "ENABLED", True)
+    monkeypatch.setattr(prefetch, "PATIENCE_FLOOR_SECONDS", 30.0)
 
 
-def test_off_unless_asked_for(monkeypatch):
+def test_on_where_the_helper_can_idle_unless_told(monkeypatch):
     monkeypatch.delenv("HIAPI_PREFETCH", raising=False)
-    assert not hiapi.config.prefetch()
+    assert hiapi.config.prefetch() is None
+    assert prefetch.enabled_by_default(None) == (prefetch.IDLE_POLICY is not None)
+    assert prefetch.enabled_by_default(None) == sys.platform.startswith("linux")
     monkeypatch.setenv("HIAPI_PREFETCH", "1")
-    assert hiapi.config.prefetch()
+    assert hiapi.config.prefetch() is True and prefetch.enabled_by_default(True)
+    monkeypatch.setenv("HIAPI_PREFETCH", "0")
+    assert hiapi.config.prefetch() is False and not prefetch.enabled_by_default(False)
     monkeypatch.setenv("HIAPI_PREFETCH", "yes")
     with pytest.raises(ValueError, match="HIAPI_PREFETCH must be '1' or '0', got 'yes'"):
         hiapi.config.prefetch()
@@ -59,14 +77,17 @@ def _train(callbacks=(), **kwargs):
     return history.history, [w.copy() for w in model.get_weights()]
 
 
-def test_batches_are_the_gatherers_batches_in_order():
+def test_batches_are_the_gatherers_batches_in_order(monkeypatch):
+    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
     arrays = [np.arange(40.0).reshape(20, 2), np.arange(20)]
     indices = [np.random.default_rng(1).permutation(20)[i:i + 6] for i in range(0, 20, 6)]
     expected = [[a[i] for a in arrays] for i in indices]
-    gatherers = [data.BatchGatherer(arrays), data.BatchGatherer(arrays)]
+    own, helpers = _sets(arrays)
     seen = []
-    for k, batch in enumerate(prefetch.batches(gatherers, indices)):
-        assert all(np.shares_memory(b, buf) for b, buf in zip(batch, gatherers[k % 2].buffers))
+    for k, batch in enumerate(prefetch.batches(own, helpers, indices)):
+        # batch k in buffer set k % 2: the training thread's (the first) or the helper's
+        held = (own if k == 0 else helpers)[k % 2].buffers
+        assert all(np.shares_memory(b, buf) for b, buf in zip(batch, held))
         seen.append([b.copy() for b in batch])
     for got, want in zip(seen, expected, strict=True):
         for g, w in zip(got, want):
@@ -127,7 +148,7 @@ def test_an_error_while_gathering_is_raised_on_the_training_thread():
 
     arrays = [np.arange(100.0).reshape(100, 1)]
     indices = [np.array([1, 2]), np.array([99, 3]), np.array([4, 5])]
-    batches = prefetch.batches([Failing(arrays), Failing(arrays)], indices)
+    batches = prefetch.batches([Failing(arrays)] * 2, [Failing(arrays)] * 2, indices)
     next(batches)
     with pytest.raises(MemoryError, match="no room"):
         next(batches)
@@ -165,10 +186,69 @@ def test_one_thread_mid_epoch_gathers_on_the_training_thread(monkeypatch):
 
     arrays = [np.arange(60.0).reshape(30, 2)]
     indices = [np.random.default_rng(2).permutation(30)[i:i + 5] for i in range(0, 30, 5)]
-    got = [b[0].copy() for b in prefetch.batches([Recording(arrays), Recording(arrays)],
-                                                 indices)]
+    got = [b[0].copy() for b in prefetch.batches([Recording(arrays)] * 2,
+                                                 [Recording(arrays)] * 2, indices)]
     for g, i in zip(got, indices, strict=True):
         np.testing.assert_array_equal(g, arrays[0][i])
     main, helper = threading.current_thread().name, "hiapi-batch-prefetch"
     assert where == [main, helper, helper, main, main, helper]
+    assert not _prefetch_threads()
+
+
+@pytest.mark.skipif(prefetch.IDLE_POLICY is None, reason="no idle scheduling class (Linux only)")
+def test_the_helper_runs_at_idle_priority(monkeypatch):
+    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    policies = []
+
+    class Recording(data.BatchGatherer):
+        def take(self, index):
+            if threading.current_thread().name == "hiapi-batch-prefetch":
+                policies.append(os.sched_getscheduler(0))
+            return super().take(index)
+
+    arrays = [np.arange(60.0).reshape(30, 2)]
+    indices = [np.arange(i, i + 5) for i in range(0, 30, 5)]
+    for _ in prefetch.batches([Recording(arrays)] * 2, [Recording(arrays)] * 2, indices):
+        pass
+    assert policies and set(policies) == {os.SCHED_IDLE}
+    assert not _prefetch_threads()
+
+
+def test_a_late_helper_is_not_waited_for_and_writes_only_its_own_buffers(monkeypatch):
+    """The helper gets no core (here: blocked inside its copy of batch 1): the training thread
+    waits ``PATIENCE`` at most, gathers that batch and the rest itself, and the copy the helper
+    finishes later lands in the helper's buffers, not in a batch in use."""
+    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    monkeypatch.setattr(prefetch, "PATIENCE", 1)
+    monkeypatch.setattr(prefetch, "PATIENCE_FLOOR_SECONDS", 0.05)
+    release, finished, where = threading.Event(), threading.Event(), []
+
+    class Stalling(data.BatchGatherer):
+        def take(self, index):
+            helper = threading.current_thread().name == "hiapi-batch-prefetch"
+            where.append("helper" if helper else "main")
+            if helper:
+                release.wait(30)
+            batch = super().take(index)
+            if helper:
+                finished.set()
+            return batch
+
+    arrays = [np.arange(80.0).reshape(40, 2)]
+    indices = [np.random.default_rng(3).permutation(40)[i:i + 8] for i in range(0, 40, 8)]
+    own, helpers = [Stalling(arrays) for _ in range(2)], [Stalling(arrays) for _ in range(2)]
+    batches = prefetch.batches(own, helpers, indices)
+    first = next(batches)
+    np.testing.assert_array_equal(first[0], arrays[0][indices[0]])
+    started = time.perf_counter()
+    second = next(batches)                      # the helper is stuck on it: taken over
+    assert time.perf_counter() - started < 5
+    assert np.shares_memory(second[0], own[1].buffers[0])
+    release.set()
+    assert finished.wait(30)                    # the helper's late copy is done now ...
+    np.testing.assert_array_equal(second[0], arrays[0][indices[1]])    # ... elsewhere
+    rest = [b[0].copy() for b in batches]       # inline for the rest of the epoch
+    for got, index in zip(rest, indices[2:], strict=True):
+        np.testing.assert_array_equal(got, arrays[0][index])
+    assert where == ["main", "helper", "main", "main", "main", "main"]
     assert not _prefetch_threads()

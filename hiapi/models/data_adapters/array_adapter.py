@@ -17,7 +17,7 @@ class ArrayAdapter(DataAdapter):
         self.first, self.batch_size, self.plan, self.what = arrays, batch_size, plan, what
         self.arrays = xs + ys + weights
         self.gather = data.BatchGatherer(self.arrays)
-        self.second_gather = None       # the other buffer set, once batches are prefetched
+        self.spare_gathers = None       # three more buffer sets, once batches are prefetched
         self.cap = steps
         total = self._count()
         plan.agree(what, samples=self.n, steps=self.steps)
@@ -39,9 +39,10 @@ class ArrayAdapter(DataAdapter):
             skip:self.steps]
         indices = [index for index, _, _ in batches]
         if prefetch.wanted(self.arrays, indices):     # the next batch copied during the step
-            if self.second_gather is None:
-                self.second_gather = data.BatchGatherer(self.arrays)
-            feeds = prefetch.batches([self.gather, self.second_gather], indices)
+            if self.spare_gathers is None:
+                self.spare_gathers = [data.BatchGatherer(self.arrays) for _ in range(3)]
+            own, helpers = (self.gather, self.spare_gathers[0]), self.spare_gathers[1:]
+            feeds = prefetch.batches(own, helpers, indices)
         else:
             feeds = map(self.gather.take, indices)
         try:
