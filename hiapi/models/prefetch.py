@@ -24,7 +24,7 @@ on numba (whole epochs 3-4 % faster), and ``benchmarks/fit_overhead.py`` 0.91x (
 0.97x (numpy) of ``fit`` without it.
 
 A helper at idle priority may not get a core at all while other processes keep both busy, so
-the training thread never waits on it for long (``_Job.result``): it waits up to a few times
+the training thread never waits on it for long (``_result``): it waits up to a few times
 what gathering the epoch's first batch took (``PATIENCE``), then gathers the batch itself and
 gathers inline for the rest of the epoch. The helper may still be copying the batch it was
 late with; it writes only into its own two buffer sets, never into the training thread's two
@@ -32,9 +32,10 @@ late with; it writes only into its own two buffer sets, never into the training 
 no buffer is written while a step reads it.
 
 When it runs (``wanted``): shuffled batches only (in-order batches are views, nothing is
-copied), when this process may run at least two threads now (``threads.active_threads()``,
-asked again before every batch: one means one core, e.g. a rank of several on a node,
-``HIAPI_NUM_THREADS=1``, or the thread tuner backing off under load), when a batch is large
+copied), when this process may use at least two cores (``cores()``, the thread budget, asked
+again before every batch: one means one core, e.g. a rank of several on a node or
+``HIAPI_NUM_THREADS=1``; the thread tuner's choice of one thread for the step does not stop
+it, since that leaves a core idle, which is where an idle-priority helper pays), when a batch is large
 enough that the hand-off between threads (tens of microseconds) is worth it (``MIN_BYTES``),
 and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it on at normal
 priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the benchmark flips).
@@ -78,7 +79,12 @@ def wanted(arrays, indices):
     if not ENABLED or len(indices) < 2 or isinstance(indices[0], slice):
         return False
     row_bytes = sum(a.itemsize * (a.size // len(a)) for a in arrays if len(a))
-    return row_bytes * len(indices[0]) >= MIN_BYTES and threads.active_threads() >= 2
+    return row_bytes * len(indices[0]) >= MIN_BYTES and cores() >= 2
+
+
+def cores():
+    """The cores this process may use now (``hiapi.threads.budget``)."""
+    return threads.budget().threads
 
 
 def batches(own, helpers, indices):
@@ -86,8 +92,9 @@ def batches(own, helpers, indices):
     batch k is in use. ``own`` and ``helpers`` are two ``BatchGatherer`` each over the same
     arrays: batch k is gathered into ``own[k % 2]`` on the training thread (the first batch,
     and every batch the helper was late with) or ``helpers[k % 2]`` on the helper."""
-    jobs = queue.SimpleQueue()
-    worker = threading.Thread(target=_work, args=(jobs,), daemon=True, name=THREAD_NAME)
+    jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
+    worker = threading.Thread(target=_work, args=(jobs, results), daemon=True,
+                              name=THREAD_NAME)
     worker.start()
     try:
         started = time.perf_counter()
@@ -96,15 +103,16 @@ def batches(own, helpers, indices):
         prefetching = True
         for k in range(len(indices)):
             following = k + 1 < len(indices)
-            # asked at every step: the thread tuner may move to one thread mid-epoch
+            # asked at every step: the budget may shrink (data-loading workers started)
             job = None
-            if following and prefetching and threads.active_threads() >= 2:
+            if following and prefetching and cores() >= 2:
                 job = _Job(helpers[(k + 1) % 2].take, indices[k + 1])
                 jobs.put(job)
             yield batch
             if job is not None:
-                batch = job.result(patience)
-                prefetching = batch is not None     # late: no core to spare this epoch
+                batch = _result(results, patience)
+                if batch is None:           # late: no core to spare, so none this epoch
+                    job.dropped, prefetching = True, False
             if following and (job is None or batch is None):
                 batch = own[(k + 1) % 2].take(indices[k + 1])
     finally:
@@ -113,47 +121,35 @@ def batches(own, helpers, indices):
 
 
 class _Job:
-    """One batch for the helper to gather, which the training thread gives up on if the
-    helper has not finished it in time."""
-    WAITING, RUNNING, DONE, DROPPED = range(4)
+    """One batch for the helper to gather; ``dropped`` once the training thread gave up on it
+    (the helper then skips it, or finishes its copy into its own buffers unread)."""
+    __slots__ = ("take", "index", "dropped")
 
     def __init__(self, take, index):
-        self.take, self.index = take, index
-        self.state, self.batch, self.error = _Job.WAITING, None, None
-        self.lock, self.done = threading.Lock(), threading.Event()
-
-    def run(self):
-        """On the helper thread: gather, unless the training thread gave up first."""
-        with self.lock:
-            if self.state == _Job.DROPPED:
-                return
-            self.state = _Job.RUNNING
-        try:
-            batch, error = self.take(self.index), None
-        except BaseException as caught:          # handed to the training thread, raised there
-            batch, error = None, caught
-        with self.lock:
-            if self.state == _Job.RUNNING:
-                self.state, self.batch, self.error = _Job.DONE, batch, error
-        self.done.set()
-
-    def result(self, patience):
-        """The gathered batch (an error while gathering is raised here), or None when the
-        helper has not finished within ``patience`` seconds: the job is dropped then."""
-        if not self.done.wait(patience):
-            with self.lock:
-                if self.state != _Job.DONE:
-                    self.state = _Job.DROPPED
-                    return None
-        if self.error is not None:
-            raise self.error
-        return self.batch
+        self.take, self.index, self.dropped = take, index, False
 
 
-def _work(jobs):
+def _result(results, patience):
+    """The batch the helper gathered (its error raised here), or None when it has not come
+    within ``patience`` seconds."""
+    try:
+        batch, error = results.get(timeout=patience)
+    except queue.Empty:
+        return None
+    if error is not None:
+        raise error
+    return batch
+
+
+def _work(jobs, results):
     run_when_idle()
     while (job := jobs.get()) is not None:
-        job.run()
+        if job.dropped:
+            continue
+        try:
+            results.put((job.take(job.index), None))
+        except BaseException as error:        # handed to the training thread, raised there
+            results.put((None, error))
 
 
 def run_when_idle():

@@ -51,7 +51,7 @@ def test_on_where_the_helper_can_idle_unless_told(monkeypatch):
 def prefetching(monkeypatch):
     """Prefetch even the tests' small batches, on any machine."""
     monkeypatch.setattr(prefetch, "MIN_BYTES", 0)
-    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    monkeypatch.setattr(prefetch, "cores", lambda: 2)
     calls = []
     original = prefetch.batches
     monkeypatch.setattr(prefetch, "batches", lambda *a: calls.append(1) or original(*a))
@@ -78,7 +78,7 @@ def _train(callbacks=(), **kwargs):
 
 
 def test_batches_are_the_gatherers_batches_in_order(monkeypatch):
-    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    monkeypatch.setattr(prefetch, "cores", lambda: 2)
     arrays = [np.arange(40.0).reshape(20, 2), np.arange(20)]
     indices = [np.random.default_rng(1).permutation(20)[i:i + 6] for i in range(0, 20, 6)]
     expected = [[a[i] for a in arrays] for i in indices]
@@ -158,7 +158,7 @@ def test_an_error_while_gathering_is_raised_on_the_training_thread():
 def test_prefetching_only_where_it_can_pay(monkeypatch):
     rows = [np.zeros((1000, 784), np.float32), np.zeros(1000, np.int64)]
     shuffled = [np.arange(128), np.arange(128, 256)]
-    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    monkeypatch.setattr(prefetch, "cores", lambda: 2)
     assert prefetch.wanted(rows, shuffled)
     assert not prefetch.wanted(rows, [slice(0, 128), slice(128, 256)])    # views, no copy
     assert not prefetch.wanted(rows, shuffled[:1])                        # one batch
@@ -166,17 +166,17 @@ def test_prefetching_only_where_it_can_pay(monkeypatch):
     monkeypatch.setattr(prefetch, "ENABLED", False)
     assert not prefetch.wanted(rows, shuffled)
     monkeypatch.setattr(prefetch, "ENABLED", True)
-    # one thread for this process (a rank of several on a node, HIAPI_NUM_THREADS=1, or the
-    # thread tuner backing off under load): the gather stays on the training thread
-    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 1)
+    # one core for this process (a rank of several on a node, HIAPI_NUM_THREADS=1): the
+    # gather stays on the training thread
+    monkeypatch.setattr(prefetch, "cores", lambda: 1)
     assert not prefetch.wanted(rows, shuffled)
 
 
-def test_one_thread_mid_epoch_gathers_on_the_training_thread(monkeypatch):
-    """The thread tuner may settle on one thread during an epoch: from the next batch on, the
-    batches are gathered inline, the same batches in the same order."""
+def test_one_core_mid_epoch_gathers_on_the_training_thread(monkeypatch):
+    """The budget may fall to one core during an epoch (data-loading workers started): from
+    the next batch on, the batches are gathered inline, the same batches in the same order."""
     counts = iter([2, 2, 1, 1, 2])              # asked before batches 1..5 are started
-    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: next(counts))
+    monkeypatch.setattr(prefetch, "cores", lambda: next(counts))
     where = []
 
     class Recording(data.BatchGatherer):
@@ -197,7 +197,7 @@ def test_one_thread_mid_epoch_gathers_on_the_training_thread(monkeypatch):
 
 @pytest.mark.skipif(prefetch.IDLE_POLICY is None, reason="no idle scheduling class (Linux only)")
 def test_the_helper_runs_at_idle_priority(monkeypatch):
-    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    monkeypatch.setattr(prefetch, "cores", lambda: 2)
     policies = []
 
     class Recording(data.BatchGatherer):
@@ -218,7 +218,7 @@ def test_a_late_helper_is_not_waited_for_and_writes_only_its_own_buffers(monkeyp
     """The helper gets no core (here: blocked inside its copy of batch 1): the training thread
     waits ``PATIENCE`` at most, gathers that batch and the rest itself, and the copy the helper
     finishes later lands in the helper's buffers, not in a batch in use."""
-    monkeypatch.setattr(prefetch.threads, "active_threads", lambda: 2)
+    monkeypatch.setattr(prefetch, "cores", lambda: 2)
     monkeypatch.setattr(prefetch, "PATIENCE", 1)
     monkeypatch.setattr(prefetch, "PATIENCE_FLOOR_SECONDS", 0.05)
     release, finished, where = threading.Event(), threading.Event(), []
