@@ -19,9 +19,12 @@ numba. The copy competed with the step's two BLAS threads for the same two cores
 thread waiting for its core holds up the whole product; ``nice 19`` did not help (1.03x). So
 the helper runs under Linux's ``SCHED_IDLE`` policy: the kernel gives it a core only when no
 other thread wants one, which on a training machine means the gaps between kernels (the
-training thread's Python work, BLAS's threads asleep). The same A/B then gave 0.96x and 0.97x
-on numba (whole epochs 3-4 % faster), and ``benchmarks/fit_overhead.py`` 0.91x (numba) and
-0.97x (numpy) of ``fit`` without it.
+training thread's Python work, BLAS's threads asleep) and the whole second core while the
+thread tuner runs the step on one thread. The same A/B then gave 0.92x on numba and 0.96x on
+numpy (whole epochs faster; 0.99x and 1.02x with 1 or 2 busy processes beside it), and
+``benchmarks/fit_overhead.py`` an overhead figure of 6.6 % and 4.5 % against 8.3 % and 5.7 %
+inline. The hand-off is what remains: waking the helper costs the training thread 25-35 us
+on this VM.
 
 A helper at idle priority may not get a core at all while other processes keep both busy, so
 the training thread never waits on it for long (``_result``): it waits up to a few times
@@ -35,9 +38,9 @@ When it runs (``wanted``): shuffled batches only (in-order batches are views, no
 copied), when this process may use at least two cores (``cores()``, the thread budget, asked
 again before every batch: one means one core, e.g. a rank of several on a node or
 ``HIAPI_NUM_THREADS=1``; the thread tuner's choice of one thread for the step does not stop
-it, since that leaves a core idle, which is where an idle-priority helper pays), when a batch is large
-enough that the hand-off between threads (tens of microseconds) is worth it (``MIN_BYTES``),
-and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it on at normal
+it, since that leaves a core idle, which is where an idle-priority helper pays), when a batch
+is large enough that the hand-off between threads (tens of microseconds) is worth it
+(``MIN_BYTES``), and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it on at normal
 priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the benchmark flips).
 
 Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
