@@ -40,8 +40,9 @@ again before every batch: one means one core, e.g. a rank of several on a node o
 ``HIAPI_NUM_THREADS=1``; the thread tuner's choice of one thread for the step does not stop
 it, since that leaves a core idle, which is where an idle-priority helper pays), when a batch
 is large enough that the hand-off between threads (tens of microseconds) is worth it
-(``MIN_BYTES``), and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it on at normal
-priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the benchmark flips).
+(``MIN_BYTES``), and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it
+on at normal priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the
+benchmark flips).
 
 Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
 ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in the step:
