@@ -71,10 +71,11 @@ THREAD_NAME = "hiapi-batch-prefetch"
 # gather, plus a floor for the hand-off and the helper's wake-up (tens of microseconds)
 PATIENCE = 4
 PATIENCE_FLOOR_SECONDS = 0.002
-# Below this a batch is copied inline in a few microseconds (2 us for 32 rows of 64 B, 8 us for
-# 16 MNIST rows, 49 KB), less than what the hand-off risks: a round trip to the thread took
-# 35-45 us when no step ran in between to hide it (128 MNIST rows: 47 us inline).
-MIN_BYTES = 64 * 1024
+# Below this the copy saves less than the hand-off costs the training thread (waking the helper,
+# 25-35 us, and now and then waiting for it): MNIST epochs, helper against inline, 784-128-10
+# MLP with Adam: 1.08x at batch 32 (100 KB a batch), 1.05x at 64, 1.02x at 128 (400 KB);
+# 784-512-10 with SGD at 128: 0.92-0.98x (a longer step leaves the helper more gaps).
+MIN_BYTES = 256 * 1024
 
 
 def wanted(arrays, indices):
