@@ -42,7 +42,8 @@ it, since that leaves a core idle, which is where an idle-priority helper pays),
 is large enough that the hand-off between threads (tens of microseconds) is worth it
 (``MIN_BYTES``), and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it
 on at normal priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the
-benchmark flips).
+benchmark flips). Where Linux refuses the idle class (a container's seccomp filter), the
+helper ends at once and the process gathers inline from then on, unless ``HIAPI_PREFETCH=1``.
 
 Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
 ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in the step:
@@ -66,6 +67,9 @@ def enabled_by_default(choice):
 
 
 ENABLED = enabled_by_default(environment.prefetch())
+# asked for with HIAPI_PREFETCH=1: then also at normal priority where idle is refused
+FORCED = environment.prefetch() is True
+idle_refused = False        # set when this process could not give the helper idle priority
 THREAD_NAME = "hiapi-batch-prefetch"
 # how long the training thread waits for the helper: this many times the first batch's inline
 # gather, plus a floor for the hand-off and the helper's wake-up (tens of microseconds)
@@ -81,7 +85,8 @@ MIN_BYTES = 256 * 1024
 def wanted(arrays, indices):
     """Whether prefetching pays for batches of ``arrays`` at ``indices`` (index arrays or
     slices, one per batch)."""
-    if not ENABLED or len(indices) < 2 or isinstance(indices[0], slice):
+    if not ENABLED or idle_refused and not FORCED or len(indices) < 2 or \
+            isinstance(indices[0], slice):
         return False
     row_bytes = sum(a.itemsize * (a.size // len(a)) for a in arrays if len(a))
     return row_bytes * len(indices[0]) >= MIN_BYTES and cores() >= 2
@@ -98,7 +103,7 @@ def batches(own, helpers, indices):
     arrays: batch k is gathered into ``own[k % 2]`` on the training thread (the first batch,
     and every batch the helper was late with) or ``helpers[k % 2]`` on the helper."""
     jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
-    worker = threading.Thread(target=_work, args=(jobs, results), daemon=True,
+    worker = threading.Thread(target=_work, args=(jobs, results, not FORCED), daemon=True,
                               name=THREAD_NAME)
     worker.start()
     try:
@@ -136,7 +141,7 @@ class _Job:
 
 def _result(results, patience):
     """The batch the helper gathered (its error raised here), or None when it has not come
-    within ``patience`` seconds."""
+    within ``patience`` seconds (or the helper ended, see ``_work``)."""
     try:
         batch, error = results.get(timeout=patience)
     except queue.Empty:
@@ -146,8 +151,16 @@ def _result(results, patience):
     return batch
 
 
-def _work(jobs, results):
-    run_when_idle()
+def _work(jobs, results, idle_only):
+    """The helper: gathers the jobs it is given, at idle priority; where that is refused (a
+    container's seccomp filter, say) and prefetching was not asked for by name, it hands back
+    an empty result at once and ends, so the training thread gathers inline from then on (at
+    normal priority the helper made epochs slower, see the module docstring)."""
+    global idle_refused
+    if not run_when_idle() and idle_only:
+        idle_refused = True
+        results.put((None, None))
+        return
     while (job := jobs.get()) is not None:
         if job.dropped:
             continue

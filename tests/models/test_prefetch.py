@@ -252,3 +252,35 @@ def test_a_late_helper_is_not_waited_for_and_writes_only_its_own_buffers(monkeyp
         np.testing.assert_array_equal(got, arrays[0][index])
     assert where == ["main", "helper", "main", "main", "main", "main"]
     assert not _prefetch_threads()
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_where_idle_priority_is_refused_the_batches_are_gathered_inline(monkeypatch, forced):
+    """Without the idle class (a container may refuse it) the helper would compete with the
+    step, which made epochs slower: it ends at once and the training thread gathers, for this
+    epoch and the next, unless HIAPI_PREFETCH=1 asked for it by name."""
+    monkeypatch.setattr(prefetch, "cores", lambda: 2)
+    monkeypatch.setattr(prefetch, "run_when_idle", lambda: False)
+    monkeypatch.setattr(prefetch, "idle_refused", False)
+    monkeypatch.setattr(prefetch, "FORCED", forced)
+    where = []
+
+    class Recording(data.BatchGatherer):
+        def take(self, index):
+            where.append(threading.current_thread().name)
+            return super().take(index)
+
+    arrays = [np.arange(60.0).reshape(30, 2)]
+    indices = [np.random.default_rng(4).permutation(30)[i:i + 5] for i in range(0, 30, 5)]
+    got = [b[0].copy() for b in prefetch.batches([Recording(arrays)] * 2,
+                                                 [Recording(arrays)] * 2, indices)]
+    for g, i in zip(got, indices, strict=True):
+        np.testing.assert_array_equal(g, arrays[0][i])
+    helper = "hiapi-batch-prefetch"
+    if forced:
+        assert where[1:] == [helper] * 5 and not prefetch.idle_refused
+    else:
+        assert helper not in where and prefetch.idle_refused
+    rows = [np.zeros((1000, 784), np.float32)]
+    assert prefetch.wanted(rows, [np.arange(128), np.arange(128, 256)]) == forced
+    assert not _prefetch_threads()
