@@ -20,7 +20,7 @@ thread waiting for its core holds up the whole product; ``nice 19`` did not help
 the helper runs under Linux's ``SCHED_IDLE`` policy: the kernel gives it a core only when no
 other thread wants one, which on a training machine means the gaps between kernels (the
 training thread's Python work, BLAS's threads asleep) and the whole second core while the
-thread tuner runs the step on one thread. The same A/B then gave 0.92x on numba and 0.96x on
+thread tuner runs the step on one thread. The same A/B then gave 0.92x on numba and 0.95-0.96x on
 numpy (whole epochs faster; 0.99x and 1.02x with 1 or 2 busy processes beside it), and
 ``benchmarks/fit_overhead.py`` an overhead figure of 6.6 % and 4.5 % against 8.3 % and 5.7 %
 inline. The hand-off is what remains: waking the helper costs the training thread 25-35 us
