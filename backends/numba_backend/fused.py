@@ -252,4 +252,3 @@ def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
         return
     numpy_fused(out, *inputs, program=program, shapes=shapes, scratch=scratch,
                 workspace=workspace)
-

@@ -66,9 +66,10 @@ def enabled_by_default(choice):
     return IDLE_POLICY is not None if choice is None else choice
 
 
-ENABLED = enabled_by_default(environment.prefetch())
+_CHOICE = environment.prefetch()
+ENABLED = enabled_by_default(_CHOICE)
 # asked for with HIAPI_PREFETCH=1: then also at normal priority where idle is refused
-FORCED = environment.prefetch() is True
+FORCED = _CHOICE is True
 idle_refused = False        # set when this process could not give the helper idle priority
 THREAD_NAME = "hiapi-batch-prefetch"
 # how long the training thread waits for the helper: this many times the first batch's inline

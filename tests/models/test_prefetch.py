@@ -172,11 +172,9 @@ def test_prefetching_only_where_it_can_pay(monkeypatch):
     assert not prefetch.wanted(rows, shuffled)
 
 
-def test_one_core_mid_epoch_gathers_on_the_training_thread(monkeypatch):
-    """The budget may fall to one core during an epoch (data-loading workers started): from
-    the next batch on, the batches are gathered inline, the same batches in the same order."""
-    counts = iter([2, 2, 1, 1, 2])              # asked before batches 1..5 are started
-    monkeypatch.setattr(prefetch, "cores", lambda: next(counts))
+def _gatherers_of_an_epoch(seed):
+    """Run an epoch of six shuffled 5-row batches through ``prefetch.batches``, check every
+    batch and that no thread is left, and return the name of the thread that gathered each."""
     where = []
 
     class Recording(data.BatchGatherer):
@@ -185,14 +183,23 @@ def test_one_core_mid_epoch_gathers_on_the_training_thread(monkeypatch):
             return super().take(index)
 
     arrays = [np.arange(60.0).reshape(30, 2)]
-    indices = [np.random.default_rng(2).permutation(30)[i:i + 5] for i in range(0, 30, 5)]
+    indices = [np.random.default_rng(seed).permutation(30)[i:i + 5] for i in range(0, 30, 5)]
     got = [b[0].copy() for b in prefetch.batches([Recording(arrays)] * 2,
                                                  [Recording(arrays)] * 2, indices)]
     for g, i in zip(got, indices, strict=True):
         np.testing.assert_array_equal(g, arrays[0][i])
+    assert not _prefetch_threads()
+    return where
+
+
+def test_one_core_mid_epoch_gathers_on_the_training_thread(monkeypatch):
+    """The budget may fall to one core during an epoch (data-loading workers started): from
+    the next batch on, the batches are gathered inline, the same batches in the same order."""
+    counts = iter([2, 2, 1, 1, 2])              # asked before batches 1..5 are started
+    monkeypatch.setattr(prefetch, "cores", lambda: next(counts))
+    where = _gatherers_of_an_epoch(seed=2)
     main, helper = threading.current_thread().name, "hiapi-batch-prefetch"
     assert where == [main, helper, helper, main, main, helper]
-    assert not _prefetch_threads()
 
 
 @pytest.mark.skipif(prefetch.IDLE_POLICY is None, reason="no idle scheduling class (Linux only)")
@@ -263,19 +270,7 @@ def test_where_idle_priority_is_refused_the_batches_are_gathered_inline(monkeypa
     monkeypatch.setattr(prefetch, "run_when_idle", lambda: False)
     monkeypatch.setattr(prefetch, "idle_refused", False)
     monkeypatch.setattr(prefetch, "FORCED", forced)
-    where = []
-
-    class Recording(data.BatchGatherer):
-        def take(self, index):
-            where.append(threading.current_thread().name)
-            return super().take(index)
-
-    arrays = [np.arange(60.0).reshape(30, 2)]
-    indices = [np.random.default_rng(4).permutation(30)[i:i + 5] for i in range(0, 30, 5)]
-    got = [b[0].copy() for b in prefetch.batches([Recording(arrays)] * 2,
-                                                 [Recording(arrays)] * 2, indices)]
-    for g, i in zip(got, indices, strict=True):
-        np.testing.assert_array_equal(g, arrays[0][i])
+    where = _gatherers_of_an_epoch(seed=4)
     helper = "hiapi-batch-prefetch"
     if forced:
         assert where[1:] == [helper] * 5 and not prefetch.idle_refused
