@@ -261,3 +261,28 @@ class TestErrors:
         bad[3, 4, 5] = np.nan
         with pytest.raises(ValueError, match="contains 1 NaN or infinite"):
             mlp().fit(bad, y[:8], verbose=0)
+
+    def test_data_read_once_for_nan_while_it_stays_the_same_array(self, mnist_small,
+                                                                 monkeypatch):
+        """A second ``fit`` on the same array does not read it all again; a new array, or the
+        a view of it, is checked; a NaN written in place later still stops ``fit``, at the
+        loss (data.check_finite's cache)."""
+        from hiapi.models import data
+        reads = []
+        monkeypatch.setattr(data, "all_finite", lambda a: reads.append(a.shape) or
+                            bool(np.isfinite(a).all()))
+        (x, y), _ = mnist_small
+        x, y, model = x[:64].copy(), y[:64], mlp()
+        model.fit(x, y, verbose=0)
+        model.fit(x, y, verbose=0)
+        assert reads == [(64, 28, 28)]
+        bad = x.copy()
+        bad[5, 1, 1] = np.inf
+        with pytest.raises(ValueError, match="contains 1 NaN or infinite"):
+            model.fit(bad, y, verbose=0)
+        part = x[:32]                       # a view: another array
+        model.fit(part, y[:32], verbose=0)
+        assert reads[-1] == (32, 28, 28)
+        x[0, 0, 0] = np.nan
+        with pytest.raises(FloatingPointError, match="loss became nan"):
+            model.fit(x, y, verbose=0)
