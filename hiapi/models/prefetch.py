@@ -1,16 +1,15 @@
-"""Gathering the next shuffled batch on a background thread while the current step runs.
+"""Gathering the coming shuffled batches on a background thread while the steps run.
 
 Why: a shuffled batch is copied row by row from all over the training data (``np.take`` into
-reused buffers, ``data.BatchGatherer``). For MNIST's 128 rows of 3 KB that is 70-80 us with the
-caches cold, about 3 % of the small MLP's step, and it ran on the training thread between two
+reused buffers, ``data.BatchGatherer``). For MNIST's 128 rows of 3 KB that is 70-110 us with
+the caches cold, 3-5 % of the README MLP's step, and it ran on the training thread between two
 steps while the second core sat idle in the step's single-threaded parts. ``np.take`` releases
-the GIL, so a second thread can copy batch k+1 while step k runs, as tf.data's prefetch and
-torch's DataLoader do; the training thread then only picks the finished batch up.
+the GIL, so a second thread can copy the coming batches while the steps run, as tf.data's
+prefetch and torch's DataLoader do; the training thread then only picks a finished batch up.
 
-Same batches, same order: batch k+1 is gathered from the same indices into another buffer set
-than batch k's (step k reads one while the next is written into another). As without
-prefetching, a batch is valid until the next one is asked for: only then is the batch after
-that started into its buffers.
+Same batches, same order: batch k is gathered from the same indices, into a buffer set of its
+own. As without prefetching, a batch is valid until the next one is asked for: only then may
+its buffers be written again.
 
 At idle priority, and why: a helper thread at normal priority lowered ``fit``'s overhead
 *figure* (the time outside the steps) but made whole epochs slower on this project's 2-core
@@ -20,37 +19,45 @@ thread waiting for its core holds up the whole product; ``nice 19`` did not help
 the helper runs under Linux's ``SCHED_IDLE`` policy: the kernel gives it a core only when no
 other thread wants one, which on a training machine means the gaps between kernels (the
 training thread's Python work, BLAS's threads asleep) and the whole second core while the
-thread tuner runs the step on one thread. The same A/B then gave 0.92x on numba and 0.95-0.96x on
-numpy (whole epochs faster; 0.99x and 1.02x with 1 or 2 busy processes beside it), and
-``benchmarks/fit_overhead.py`` an overhead figure of 6.6 % and 4.5 % against 8.3 % and 5.7 %
-inline. The hand-off is what remains: waking the helper costs the training thread 25-35 us
-on this VM.
+thread tuner runs the step on one thread.
 
-A helper at idle priority may not get a core at all while other processes keep both busy, so
-the training thread never waits on it for long (``_result``): it waits up to a few times
-what gathering the epoch's first batch took (``PATIENCE``), then gathers the batch itself and
-gathers inline for the rest of the epoch. The helper may still be copying the batch it was
-late with; it writes only into its own two buffer sets, never into the training thread's two
-(batch k lives in ``own[k % 2]`` or ``helpers[k % 2]``), and works its jobs one at a time, so
-no buffer is written while a step reads it.
+A ring, and no wake-ups: the first version handed the helper one batch per step through a
+queue. Waking a sleeping thread costs the waker 25-35 us on this VM (a futex wake that has to
+interrupt the other virtual CPU), and the training thread paid it at every step: ``fit``'s
+overhead figure stayed at 6.6 % (numba) and 4.5 % (numpy). Now the helper gathers ahead into a
+ring of buffer sets (``ring_size``: 8 MB of batches, 3 to 8 of them) as far as the batches in
+use allow, and naps on a timer while the ring is full, for the time the training thread takes
+to free half of it. The two threads share counters read without a lock (``_Shared``): picking
+up a ready batch costs the training thread an attribute read. A batch the helper has not
+finished is gathered by the training thread itself, at once, into its own two buffer sets
+(the helper skips it): it never waits, so prefetching never costs more than the copy it
+replaces. ``benchmarks/fit_overhead.py`` on the README's MLP: 2.3 % (numpy) and 2.9 % (numba)
+against 5.8 % and 6.8 % inline; whole epochs 0.94x and 0.91x of inline.
+
+Under load it steps aside: a helper at idle priority gets no core while other processes keep
+both busy, and worse, it may be preempted while it holds the GIL, which then stalls the
+training thread until the scheduler gives the idle thread a turn (same-process A/B with two
+busy processes: 1.31x the epoch time while it kept trying). So once the training thread has
+gathered more batches itself than ``LATE_ALLOWANCE`` plus one in ``LATE_EVERY`` of those
+asked for, the helper stops for the epoch; the next epoch tries again. With one and two busy
+processes the A/B then read 1.00x and 0.97x of inline.
 
 When it runs (``wanted``): shuffled batches only (in-order batches are views, nothing is
 copied), when this process may use at least two cores (``cores()``, the thread budget, asked
-again before every batch: one means one core, e.g. a rank of several on a node or
-``HIAPI_NUM_THREADS=1``; the thread tuner's choice of one thread for the step does not stop
-it, since that leaves a core idle, which is where an idle-priority helper pays), when a batch
-is large enough that the hand-off between threads (tens of microseconds) is worth it
-(``MIN_BYTES``), and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it
-on at normal priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the
-benchmark flips). Where Linux refuses the idle class (a container's seccomp filter), the
-helper ends at once and the process gathers inline from then on, unless ``HIAPI_PREFETCH=1``.
+again by the helper before every batch, which stops when it falls to one: one means one core,
+e.g. a rank of several on a node or ``HIAPI_NUM_THREADS=1``; the thread tuner's choice of one
+thread for the step does not stop it, since that leaves a core idle, which is where an
+idle-priority helper pays), when a batch is large enough to be worth the helper's traffic
+(``MIN_BYTES``), and on Linux (``IDLE_POLICY``; elsewhere ``HIAPI_PREFETCH=1`` switches it on
+at normal priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the benchmark
+flips). Where Linux refuses the idle class (a container's seccomp filter), the helper ends at
+once and the process gathers inline from then on, unless ``HIAPI_PREFETCH=1``.
 
 Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
 ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in the step:
 ``fit`` closes the epoch's generator), so no thread writes a buffer after its epoch.
 """
 import os
-import queue
 import threading
 import time
 
@@ -72,15 +79,19 @@ ENABLED = enabled_by_default(_CHOICE)
 FORCED = _CHOICE is True
 idle_refused = False        # set when this process could not give the helper idle priority
 THREAD_NAME = "hiapi-batch-prefetch"
-# how long the training thread waits for the helper: this many times the first batch's inline
-# gather, plus a floor for the hand-off and the helper's wake-up (tens of microseconds)
-PATIENCE = 4
-PATIENCE_FLOOR_SECONDS = 0.002
-# Below this the copy saves less than the hand-off costs the training thread (waking the helper,
-# 25-35 us, and now and then waiting for it): MNIST epochs, helper against inline, 784-128-10
-# MLP with Adam: 1.08x at batch 32 (100 KB a batch), 1.05x at 64, 1.02x at 128 (400 KB);
-# 784-512-10 with SGD at 128: 0.92-0.98x (a longer step leaves the helper more gaps).
+# Below this the copy saves less than the helper costs (its GIL hand-offs with the training
+# thread): MNIST epochs, helper against inline, 784-128-10 MLP with Adam: 1.045x at batch 32
+# (100 KB a batch), 1.03x at 64 (with the queue before the ring: 1.08x, 1.05x, 1.02x at 128);
+# 784-512-10 with SGD at 128 (400 KB): 0.91-0.97x.
 MIN_BYTES = 256 * 1024
+# the helper gathers up to this many bytes of batches ahead, in 3 to MAX_RING buffer sets
+RING_BYTES = 8 * 1024 * 1024
+MAX_RING = 8
+# the helper stops for the epoch once the training thread gathered more batches itself than
+# LATE_ALLOWANCE plus one in LATE_EVERY of those asked for (it gets no core: other processes)
+LATE_ALLOWANCE, LATE_EVERY = 3, 8
+# the helper's nap while the ring is full, at least and at most
+MIN_NAP_SECONDS, MAX_NAP_SECONDS = 0.0002, 0.05
 
 
 def wanted(arrays, indices):
@@ -89,8 +100,17 @@ def wanted(arrays, indices):
     if not ENABLED or idle_refused and not FORCED or len(indices) < 2 or \
             isinstance(indices[0], slice):
         return False
-    row_bytes = sum(a.itemsize * (a.size // len(a)) for a in arrays if len(a))
-    return row_bytes * len(indices[0]) >= MIN_BYTES and cores() >= 2
+    return batch_bytes(arrays, indices) >= MIN_BYTES and cores() >= 2
+
+
+def batch_bytes(arrays, indices):
+    """The bytes of one batch of ``arrays`` gathered at ``indices[0]``."""
+    return sum(a.itemsize * (a.size // len(a)) for a in arrays if len(a)) * len(indices[0])
+
+
+def ring_size(arrays, indices):
+    """How many buffer sets the helper fills ahead: ``RING_BYTES`` worth, 3 to ``MAX_RING``."""
+    return max(3, min(MAX_RING, RING_BYTES // max(batch_bytes(arrays, indices), 1)))
 
 
 def cores():
@@ -98,77 +118,80 @@ def cores():
     return threads.budget().threads
 
 
-def batches(own, helpers, indices):
-    """Yield batch k of ``indices`` for every k, batch k+1 gathered on a helper thread while
-    batch k is in use. ``own`` and ``helpers`` are two ``BatchGatherer`` each over the same
-    arrays: batch k is gathered into ``own[k % 2]`` on the training thread (the first batch,
-    and every batch the helper was late with) or ``helpers[k % 2]`` on the helper."""
-    jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
-    worker = threading.Thread(target=_work, args=(jobs, results, not FORCED), daemon=True,
-                              name=THREAD_NAME)
+def batches(own, ring, indices):
+    """Yield batch k of ``indices`` for every k, the batches after the first gathered ahead on
+    a helper thread. ``own`` is two ``BatchGatherer`` of the training thread, ``ring`` the
+    helper's (three or more, over the same arrays): batch k is in ``ring[k % len(ring)]``, or
+    in ``own[k % 2]`` when the training thread gathered it (the first batch, and any batch the
+    helper had not finished when it was asked for: the training thread never waits)."""
+    shared = _Shared(len(ring))
+    batch = own[0].take(indices[0])
+    worker = threading.Thread(target=_work, args=(ring, indices, shared, not FORCED),
+                              daemon=True, name=THREAD_NAME)
     worker.start()
+    late = 0                                    # batches the helper was late with
     try:
-        started = time.perf_counter()
-        batch = own[0].take(indices[0])
-        patience = PATIENCE * (time.perf_counter() - started) + PATIENCE_FLOOR_SECONDS
-        prefetching = True
-        for k in range(len(indices)):
-            following = k + 1 < len(indices)
-            # asked at every step: the budget may shrink (data-loading workers started)
-            job = None
-            if following and prefetching and cores() >= 2:
-                job = _Job(helpers[(k + 1) % 2].take, indices[k + 1])
-                jobs.put(job)
-            yield batch
-            if job is not None:
-                batch = _result(results, patience)
-                if batch is None:           # late: no core to spare, so none this epoch
-                    job.dropped, prefetching = True, False
-            if following and (job is None or batch is None):
-                batch = own[(k + 1) % 2].take(indices[k + 1])
+        yield batch
+        for k in range(1, len(indices)):
+            shared.released = k                 # batch k-1 is done with: its slot is free
+            if shared.ready > k:
+                yield shared.batches[k % len(ring)]
+            else:                               # not there yet: cheaper to copy than to wait
+                shared.claimed, late = k, late + 1
+                if late > LATE_ALLOWANCE + k // LATE_EVERY:     # no core to spare for it
+                    shared.stop.set()
+                yield own[k % 2].take(indices[k])
     finally:
-        jobs.put(None)
+        shared.stop.set()
         worker.join()          # the gather in flight, if any, finishes first
 
 
-class _Job:
-    """One batch for the helper to gather; ``dropped`` once the training thread gave up on it
-    (the helper then skips it, or finishes its copy into its own buffers unread)."""
-    __slots__ = ("take", "index", "dropped")
+class _Shared:
+    """What the two threads tell each other: plain attributes, each written by one thread
+    (``ready`` by the helper: the batches before it are in the ring or were gathered by the
+    training thread; ``released`` and ``claimed`` by the training thread) and read without a
+    lock. So handing over a batch costs the training thread an attribute read: no lock, no
+    wake-up. ``stop`` is set at the end of the epoch, or when the helper falls behind; the
+    helper naps on it while the ring is full."""
+    __slots__ = ("batches", "ready", "released", "claimed", "stop")
 
-    def __init__(self, take, index):
-        self.take, self.index, self.dropped = take, index, False
-
-
-def _result(results, patience):
-    """The batch the helper gathered (its error raised here), or None when it has not come
-    within ``patience`` seconds (or the helper ended, see ``_work``)."""
-    try:
-        batch, error = results.get(timeout=patience)
-    except queue.Empty:
-        return None
-    if error is not None:
-        raise error
-    return batch
+    def __init__(self, size):
+        self.batches = [None] * size
+        self.ready = self.released = 1      # the first batch is gathered inline
+        self.claimed = 0                    # the last batch the training thread gathered
+        self.stop = threading.Event()
 
 
-def _work(jobs, results, idle_only):
-    """The helper: gathers the jobs it is given, at idle priority; where that is refused (a
-    container's seccomp filter, say) and prefetching was not asked for by name, it hands back
-    an empty result at once and ends, so the training thread gathers inline from then on (at
-    normal priority the helper made epochs slower, see the module docstring)."""
+def _work(ring, indices, shared, idle_only):
+    """The helper: gathers batch 1, 2, ... into the ring while the batches it would overwrite
+    are done with, at idle priority, skipping those the training thread gathered itself. With
+    the ring full it naps for about the time the training thread takes to free half of it (the
+    pace so far), so that the training thread never has to wake it (see the module
+    docstring). Where idle priority is refused (a container's seccomp
+    filter, say) and prefetching was not asked for by name, it stops at once (at normal
+    priority the helper made epochs slower, see the module docstring); it stops too when the
+    budget falls to one core (data-loading workers started) and on an error, which the
+    training thread then meets, if it is not the helper's own, gathering that batch itself."""
     global idle_refused
     if not run_when_idle() and idle_only:
         idle_refused = True
-        results.put((None, None))
         return
-    while (job := jobs.get()) is not None:
-        if job.dropped:
+    started, k, size = time.perf_counter(), 1, len(ring)
+    while k < len(indices) and not shared.stop.is_set() and cores() >= 2:
+        released = shared.released
+        if k >= released + size:                # its slot still holds a batch in use
+            pace = (time.perf_counter() - started) / released
+            shared.stop.wait(min(max(pace * (size // 2), MIN_NAP_SECONDS), MAX_NAP_SECONDS))
+            continue
+        k = max(k, shared.claimed + 1)          # the training thread took those itself
+        if k >= len(indices) or k >= released + size:
             continue
         try:
-            results.put((job.take(job.index), None))
-        except BaseException as error:        # handed to the training thread, raised there
-            results.put((None, error))
+            shared.batches[k % size] = ring[k % size].take(indices[k])
+        except Exception:                     # noqa: BLE001 -- the training thread will see it
+            return
+        k += 1
+        shared.ready = k
 
 
 def run_when_idle():

@@ -1,6 +1,6 @@
 """Prefetching shuffled batches on a thread (models/prefetch.py): the same batches in the same
 order, no thread left behind however an epoch ends, the helper at idle priority and never
-waited on for long, and only where it can pay."""
+waited on, and only where it can pay."""
 import os
 import threading
 import time
@@ -18,19 +18,24 @@ def _prefetch_threads():
     return [t for t in threading.enumerate() if t.name == "hiapi-batch-prefetch"]
 
 
-def _sets(arrays):
-    """The training thread's two buffer sets and the helper's two."""
-    return [data.BatchGatherer(arrays) for _ in range(2)], \
-        [data.BatchGatherer(arrays) for _ in range(2)]
+def _sets(arrays, kind=data.BatchGatherer, ring=3):
+    """The training thread's two buffer sets and the helper's ring of ``ring``."""
+    return [kind(arrays) for _ in range(2)], [kind(arrays) for _ in range(ring)]
 
 
 @pytest.fixture(autouse=True)
 def switched_on(monkeypatch):
-    """Prefetching on (``HIAPI_PREFETCH=1``; by default it is on Linux only), and the training
-    thread patient enough that a helper at idle priority on a busy test machine is waited for
-    (where it is not is tested on its own)."""
+    """Prefetching on (``HIAPI_PREFETCH=1``; by default it is on Linux only)."""
     monkeypatch.setattr(prefetch, "ENABLED", True)
-    monkeypatch.setattr(prefetch, "PATIENCE_FLOOR_SECONDS", 30.0)
+
+
+def _until(condition, seconds=30):
+    """Wait (as a step would take time) until ``condition()``: a helper at idle priority on
+    a busy test machine may take a while to get a core."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return condition()
 
 
 def test_on_where_the_helper_can_idle_unless_told(monkeypatch):
@@ -82,13 +87,19 @@ def test_batches_are_the_gatherers_batches_in_order(monkeypatch):
     arrays = [np.arange(40.0).reshape(20, 2), np.arange(20)]
     indices = [np.random.default_rng(1).permutation(20)[i:i + 6] for i in range(0, 20, 6)]
     expected = [[a[i] for a in arrays] for i in indices]
-    own, helpers = _sets(arrays)
-    seen = []
-    for k, batch in enumerate(prefetch.batches(own, helpers, indices)):
-        # batch k in buffer set k % 2: the training thread's (the first) or the helper's
-        held = (own if k == 0 else helpers)[k % 2].buffers
-        assert all(np.shares_memory(b, buf) for b, buf in zip(batch, held))
+    own, ring = _sets(arrays)
+    seen, from_ring = [], 0
+    for k, batch in enumerate(prefetch.batches(own, ring, indices)):
+        # the first batch in the training thread's first buffer set; batch k in ring[k % 3],
+        # or in own[k % 2] where the helper had not finished it
+        held = [own[0]] if k == 0 else [ring[k % len(ring)], own[k % 2]]
+        assert any(all(np.shares_memory(b, buf) for b, buf in zip(batch, gatherer.buffers))
+                   for gatherer in held)
+        from_ring += k > 0 and np.shares_memory(batch[0], ring[k % len(ring)].buffers[0])
         seen.append([b.copy() for b in batch])
+        if k == 0:                              # a long step: the helper gathers the rest
+            assert _until(lambda: not _prefetch_threads())
+    assert from_ring == len(indices) - 1
     for got, want in zip(seen, expected, strict=True):
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
@@ -148,7 +159,7 @@ def test_an_error_while_gathering_is_raised_on_the_training_thread():
 
     arrays = [np.arange(100.0).reshape(100, 1)]
     indices = [np.array([1, 2]), np.array([99, 3]), np.array([4, 5])]
-    batches = prefetch.batches([Failing(arrays)] * 2, [Failing(arrays)] * 2, indices)
+    batches = prefetch.batches(*_sets(arrays, Failing), indices)
     next(batches)
     with pytest.raises(MemoryError, match="no room"):
         next(batches)
@@ -172,34 +183,55 @@ def test_prefetching_only_where_it_can_pay(monkeypatch):
     assert not prefetch.wanted(rows, shuffled)
 
 
-def _gatherers_of_an_epoch(seed):
+def _gatherers_of_an_epoch(seed, wait_for_helper=False):
     """Run an epoch of six shuffled 5-row batches through ``prefetch.batches``, check every
-    batch and that no thread is left, and return the name of the thread that gathered each."""
-    where = []
+    batch and that no thread is left, and return the name of the thread that gathered each
+    batch (by batch). With ``wait_for_helper`` each batch is asked for only once the helper
+    has it ready or has ended, as when steps are long."""
+    where, shared = {}, []
 
     class Recording(data.BatchGatherer):
         def take(self, index):
-            where.append(threading.current_thread().name)
-            return super().take(index)
+            batch = super().take(index)
+            where[int(np.flatnonzero(order == index[0])[0]) // 5] = \
+                threading.current_thread().name
+            return batch
+
+    class Seen(prefetch._Shared):
+        __slots__ = ()
+
+        def __init__(self, size):
+            super().__init__(size)
+            shared.append(self)
 
     arrays = [np.arange(60.0).reshape(30, 2)]
-    indices = [np.random.default_rng(seed).permutation(30)[i:i + 5] for i in range(0, 30, 5)]
-    got = [b[0].copy() for b in prefetch.batches([Recording(arrays)] * 2,
-                                                 [Recording(arrays)] * 2, indices)]
+    order = np.random.default_rng(seed).permutation(30)
+    indices = [order[i:i + 5] for i in range(0, 30, 5)]
+    original, prefetch._Shared = prefetch._Shared, Seen
+    try:
+        got, batches = [], prefetch.batches(*_sets(arrays, Recording), indices)
+        for k in range(len(indices)):
+            if wait_for_helper and k:
+                _until(lambda: shared[0].ready > k or not _prefetch_threads())
+            got.append(next(batches)[0].copy())
+        assert next(batches, None) is None
+    finally:
+        prefetch._Shared = original
     for g, i in zip(got, indices, strict=True):
         np.testing.assert_array_equal(g, arrays[0][i])
     assert not _prefetch_threads()
-    return where
+    return [where[k] for k in range(len(indices))]
 
 
 def test_one_core_mid_epoch_gathers_on_the_training_thread(monkeypatch):
     """The budget may fall to one core during an epoch (data-loading workers started): from
-    the next batch on, the batches are gathered inline, the same batches in the same order."""
-    counts = iter([2, 2, 1, 1, 2])              # asked before batches 1..5 are started
-    monkeypatch.setattr(prefetch, "cores", lambda: next(counts))
-    where = _gatherers_of_an_epoch(seed=2)
+    the batch it would gather on, the training thread gathers them for the rest of the epoch,
+    the same batches in the same order."""
+    counts = iter([2, 2, 1])                    # asked by the helper before batches 1, 2, 3
+    monkeypatch.setattr(prefetch, "cores", lambda: next(counts, 1))
+    where = _gatherers_of_an_epoch(seed=2, wait_for_helper=True)
     main, helper = threading.current_thread().name, "hiapi-batch-prefetch"
-    assert where == [main, helper, helper, main, main, helper]
+    assert where == [main, helper, helper, main, main, main]
 
 
 @pytest.mark.skipif(prefetch.IDLE_POLICY is None, reason="no idle scheduling class (Linux only)")
@@ -215,36 +247,35 @@ def test_the_helper_runs_at_idle_priority(monkeypatch):
 
     arrays = [np.arange(60.0).reshape(30, 2)]
     indices = [np.arange(i, i + 5) for i in range(0, 30, 5)]
-    for _ in prefetch.batches([Recording(arrays)] * 2, [Recording(arrays)] * 2, indices):
-        pass
-    assert policies and set(policies) == {os.SCHED_IDLE}
+    for k, _ in enumerate(prefetch.batches(*_sets(arrays, Recording), indices)):
+        if k == 0:
+            assert _until(lambda: policies)
+    assert set(policies) == {os.SCHED_IDLE}
     assert not _prefetch_threads()
 
 
 def test_a_late_helper_is_not_waited_for_and_writes_only_its_own_buffers(monkeypatch):
     """The helper gets no core (here: blocked inside its copy of batch 1): the training thread
-    waits ``PATIENCE`` at most, gathers that batch and the rest itself, and the copy the helper
-    finishes later lands in the helper's buffers, not in a batch in use."""
+    does not wait, it gathers that batch itself, and the copy the helper finishes later lands
+    in the helper's ring, not in the batch in use; the helper then skips the batches the
+    training thread took, and every batch is right."""
     monkeypatch.setattr(prefetch, "cores", lambda: 2)
-    monkeypatch.setattr(prefetch, "PATIENCE", 1)
-    monkeypatch.setattr(prefetch, "PATIENCE_FLOOR_SECONDS", 0.05)
-    release, finished, where = threading.Event(), threading.Event(), []
+    release, finished = threading.Event(), threading.Event()
 
     class Stalling(data.BatchGatherer):
         def take(self, index):
             helper = threading.current_thread().name == "hiapi-batch-prefetch"
-            where.append("helper" if helper else "main")
-            if helper:
+            if helper and not release.is_set():
                 release.wait(30)
-            batch = super().take(index)
-            if helper:
+                batch = super().take(index)
                 finished.set()
-            return batch
+                return batch
+            return super().take(index)
 
     arrays = [np.arange(80.0).reshape(40, 2)]
     indices = [np.random.default_rng(3).permutation(40)[i:i + 8] for i in range(0, 40, 8)]
-    own, helpers = [Stalling(arrays) for _ in range(2)], [Stalling(arrays) for _ in range(2)]
-    batches = prefetch.batches(own, helpers, indices)
+    own, ring = _sets(arrays, Stalling)
+    batches = prefetch.batches(own, ring, indices)
     first = next(batches)
     np.testing.assert_array_equal(first[0], arrays[0][indices[0]])
     started = time.perf_counter()
@@ -254,10 +285,35 @@ def test_a_late_helper_is_not_waited_for_and_writes_only_its_own_buffers(monkeyp
     release.set()
     assert finished.wait(30)                    # the helper's late copy is done now ...
     np.testing.assert_array_equal(second[0], arrays[0][indices[1]])    # ... elsewhere
-    rest = [b[0].copy() for b in batches]       # inline for the rest of the epoch
+    rest = [b[0].copy() for b in batches]
     for got, index in zip(rest, indices[2:], strict=True):
         np.testing.assert_array_equal(got, arrays[0][index])
-    assert where == ["main", "helper", "main", "main", "main", "main"]
+    assert not _prefetch_threads()
+
+
+def test_a_helper_that_keeps_falling_behind_stops_for_the_epoch(monkeypatch):
+    """Under load an idle-priority helper gets no core, and may hold the GIL when it loses it:
+    after ``LATE_ALLOWANCE`` batches (plus one in ``LATE_EVERY``) that the training thread had
+    to gather itself, the helper is told to stop and gathers nothing more this epoch."""
+    monkeypatch.setattr(prefetch, "cores", lambda: 2)
+    release, takes = threading.Event(), []
+
+    class Stuck(data.BatchGatherer):
+        def take(self, index):
+            if threading.current_thread().name == "hiapi-batch-prefetch":
+                takes.append(index[0])
+                release.wait(30)
+            return super().take(index)
+
+    arrays = [np.arange(200.0).reshape(100, 2)]
+    indices = [np.random.default_rng(6).permutation(100)[i:i + 10] for i in range(0, 100, 10)]
+    batches = prefetch.batches(*_sets(arrays, Stuck), indices)
+    got = [next(batches)[0].copy() for _ in range(prefetch.LATE_ALLOWANCE + 2)]
+    release.set()                               # the helper may run now: it was told to stop
+    got += [b[0].copy() for b in batches]
+    for g, i in zip(got, indices, strict=True):
+        np.testing.assert_array_equal(g, arrays[0][i])
+    assert takes == [indices[1][0]]             # the batch it was stuck in, nothing after
     assert not _prefetch_threads()
 
 
@@ -270,7 +326,7 @@ def test_where_idle_priority_is_refused_the_batches_are_gathered_inline(monkeypa
     monkeypatch.setattr(prefetch, "run_when_idle", lambda: False)
     monkeypatch.setattr(prefetch, "idle_refused", False)
     monkeypatch.setattr(prefetch, "FORCED", forced)
-    where = _gatherers_of_an_epoch(seed=4)
+    where = _gatherers_of_an_epoch(seed=4, wait_for_helper=True)
     helper = "hiapi-batch-prefetch"
     if forced:
         assert where[1:] == [helper] * 5 and not prefetch.idle_refused

@@ -17,7 +17,7 @@ class ArrayAdapter(DataAdapter):
         self.first, self.batch_size, self.plan, self.what = arrays, batch_size, plan, what
         self.arrays = xs + ys + weights
         self.gather = data.BatchGatherer(self.arrays)
-        self.spare_gathers = None       # three more buffer sets, once batches are prefetched
+        self.spare_gather = self.ring = None    # more buffer sets, once batches are prefetched
         self.cap = steps
         total = self._count()
         plan.agree(what, samples=self.n, steps=self.steps)
@@ -39,10 +39,11 @@ class ArrayAdapter(DataAdapter):
             skip:self.steps]
         indices = [index for index, _, _ in batches]
         if prefetch.wanted(self.arrays, indices):     # the next batch copied during the step
-            if self.spare_gathers is None:
-                self.spare_gathers = [data.BatchGatherer(self.arrays) for _ in range(3)]
-            own, helpers = (self.gather, self.spare_gathers[0]), self.spare_gathers[1:]
-            feeds = prefetch.batches(own, helpers, indices)
+            size = prefetch.ring_size(self.arrays, indices)
+            if self.ring is None or len(self.ring) != size:
+                self.spare_gather = self.spare_gather or data.BatchGatherer(self.arrays)
+                self.ring = [data.BatchGatherer(self.arrays) for _ in range(size)]
+            feeds = prefetch.batches((self.gather, self.spare_gather), self.ring, indices)
         else:
             feeds = map(self.gather.take, indices)
         try:
