@@ -14,10 +14,10 @@ row, interleaved round by round on the same model:
                 nothing else: the floor of a trainer that shuffles rows on the training thread
     loop        ``model.train_on_batch(xb, yb)`` over pre-sliced batches: a hand-written loop
     fit         ``model.fit(x, y, epochs=E, batch_size=128, verbose=0)``, called once for the
-                E epochs, as a user calls it: shuffling, the next batch gathered on a helper
-                thread at idle priority while the step runs (``models/prefetch.py``, on by
-                default on Linux), metrics, callbacks, and the NaN check of the data once per
-                call
+                E epochs, as a user calls it: shuffling, the coming batches gathered ahead on
+                a helper thread at idle priority while the steps run (``models/prefetch.py``,
+                on by default on Linux), metrics, callbacks, and the NaN check of the data
+                (once per array: the first round's call reads it)
     fit_inline  the same with ``HIAPI_PREFETCH=0`` (``prefetch.ENABLED``): every batch
                 gathered on the training thread between steps (compare ``*_s_per_epoch``:
                 whole epochs, not only the overhead figure)
