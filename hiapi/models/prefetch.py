@@ -166,12 +166,12 @@ def _work(ring, indices, shared, idle_only):
     """The helper: gathers batch 1, 2, ... into the ring while the batches it would overwrite
     are done with, at idle priority, skipping those the training thread gathered itself. With
     the ring full it naps for about the time the training thread takes to free half of it (the
-    pace so far), so that the training thread never has to wake it (see the module
-    docstring). Where idle priority is refused (a container's seccomp
-    filter, say) and prefetching was not asked for by name, it stops at once (at normal
-    priority the helper made epochs slower, see the module docstring); it stops too when the
-    budget falls to one core (data-loading workers started) and on an error, which the
-    training thread then meets, if it is not the helper's own, gathering that batch itself."""
+    pace so far), so that the training thread never has to wake it (see the module docstring).
+    Where idle priority is refused (a container's seccomp filter, say) and prefetching was not
+    asked for by name, it stops at once (at normal priority the helper made epochs slower); it
+    stops too when the budget falls to one core (data-loading workers started) and on an error,
+    which the training thread then meets, if it is not the helper's own, gathering that batch
+    itself."""
     global idle_refused
     if not run_when_idle() and idle_only:
         idle_refused = True
