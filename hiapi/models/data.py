@@ -77,7 +77,7 @@ def num_samples(xs, ys):
 def check_finite(arrays, what):
     for index, array in enumerate(arrays):     # arrays on disk are not read whole for it
         if isinstance(array, np.ndarray) and array.dtype.kind == "f" and \
-                not _FINITE.holds(array) and not _FINITE.record(array, all_finite(array)):
+                not _FINITE.finite(array):
             bad = int(np.size(array) - np.isfinite(array).sum())
             raise ValueError(f"{what}[{index}] contains {bad} NaN or infinite values; training "
                              f"on them would give a NaN loss")
@@ -106,28 +106,24 @@ class _FiniteArrays:
     training set is 13-22 ms, 1-2 % of an epoch of the README's MLP, on every call. An array
     is known by its identity and its memory (address, shape, strides, type): a new array, or
     one resized, is checked again. What this cannot see is the same array written in place
-    between calls: a NaN written into it then reaches the step, whose loss check stops ``fit`` at that batch (FloatingPointError,
-    "the loss became nan"), so it is not silent, only reported later and less exactly."""
+    between calls: a NaN written into it then reaches the step, whose loss check stops ``fit``
+    at that batch (FloatingPointError, "the loss became nan"), so it is not silent, only
+    reported later and less exactly."""
 
     def __init__(self):
-        self.known = {}
+        self.known = {}         # id -> (weak reference, memory key) of an array found finite
 
-    @staticmethod
-    def _key(array):
-        interface = array.__array_interface__
-        return interface["data"][0], array.shape, array.strides, array.dtype.str
-
-    def holds(self, array):
-        entry = self.known.get(id(array))
-        return entry is not None and entry[0]() is array and entry[1] == self._key(array)
-
-    def record(self, array, finite):
-        """Remember ``array`` as finite when it is; returns ``finite``."""
-        if finite:
-            ident = id(array)
-            self.known[ident] = (weakref.ref(array, lambda _: self.known.pop(ident, None)),
-                                 self._key(array))
-        return finite
+    def finite(self, array):
+        """Whether ``array`` holds no NaN or infinity (``all_finite``, unless known)."""
+        ident, interface = id(array), array.__array_interface__
+        memory = interface["data"][0], array.shape, array.strides, array.dtype.str
+        entry = self.known.get(ident)
+        if entry is not None and entry[0]() is array and entry[1] == memory:
+            return True
+        if not all_finite(array):
+            return False
+        self.known[ident] = (weakref.ref(array, lambda _: self.known.pop(ident, None)), memory)
+        return True
 
 
 _FINITE = _FiniteArrays()

@@ -38,7 +38,7 @@ class ArrayAdapter(DataAdapter):
         batches = self.plan.batches(self.n, self.batch_size, shuffle, rng)[
             skip:self.steps]
         indices = [index for index, _, _ in batches]
-        if prefetch.wanted(self.arrays, indices):     # the next batch copied during the step
+        if prefetch.wanted(self.arrays, indices):     # batches copied ahead during the steps
             size = prefetch.ring_size(self.arrays, indices)
             if self.ring is None or len(self.ring) != size:
                 self.spare_gather = self.spare_gather or data.BatchGatherer(self.arrays)
