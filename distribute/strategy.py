@@ -42,6 +42,7 @@ import numpy as np
 from hiapi.hints import InputData
 from hiapi.models import data
 from hiapi import random as _random
+from hiapi.runtime import state_writes
 from hiapi.backends import get_backend
 from hiapi.graph import Variable, ops, placeholder
 from hiapi.distribute import compression as compression_module
@@ -299,6 +300,7 @@ class Strategy:
         """Rank 0's values of ``variables`` and its batch-order seed, on every rank."""
         for variable in variables:
             self.communicator.bcast(variable.storage, root=0)
+        state_writes.note()
         seed = np.array([_random.model_shuffle_seed(model)], np.int64)
         model._shuffle_seed = int(self.communicator.bcast(seed, root=0)[0])
 

@@ -24,6 +24,7 @@ import zlib
 import numpy as np
 
 from hiapi import random as _random
+from hiapi.runtime import state_writes
 from hiapi.backends import get_backend
 from hiapi.distribute import compression as compression_module
 from hiapi.distribute.communicator import MPICommunicator
@@ -158,6 +159,7 @@ class ParameterServerStrategy(Local):
             self.layout = Layout(model.trainable_weights, range(self.workers, self.world_size))
         for variable in model.weights + model.state_variables + [model.optimizer.iterations]:
             self.world.bcast(variable.storage, root=0)
+        state_writes.note()
         seed = np.array([_random.model_shuffle_seed(model)], np.int64)
         model._shuffle_seed = int(self.world.bcast(seed, root=0)[0])
         self._take_over_momentum(model.optimizer)

@@ -54,6 +54,7 @@ from hiapi.distribute.tensor_parallel.rewrite import TensorParallelRewrite
 from hiapi.distribute.tensor_parallel.strategy import join, own_slice, split_layers
 from hiapi.models import data, steps
 from hiapi.models.distribution import LOCAL
+from hiapi.runtime import state_writes
 
 
 class StageOwnership(sharding.OptimizerSharding):
@@ -254,6 +255,7 @@ class PipelineStrategy(Strategy, chosen_by="pipeline_stages"):
             owner = self._stage_of.get(id(variable))
             if owner is not None:
                 self.communicator.bcast(variable.storage, root=owner)
+        state_writes.note()
 
     def reduce_totals(self, compiled):
         """End of an epoch's training: the totals already agree (the last stage broadcast

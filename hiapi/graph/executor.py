@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from hiapi.runtime import timeline
+from hiapi.runtime import state_writes, timeline
 from hiapi.graph.memory import plan_memory
 from hiapi.graph.memory.scratch import place_scratch, scratch_requests
 from hiapi.graph.op import Spec
@@ -55,6 +55,7 @@ class Executable:
         self.update_slots = [u for u in update_slots if u[1] not in direct]
         # slots bound to Variable storage each run: old values read, new values written in place
         self.state_slots = self.reads + self.direct_updates
+        self.writes_state = bool(updates)
 
     def _direct_updates(self, update_slots):
         """``(slot, variable)`` for update values whose op can write straight into the
@@ -170,6 +171,8 @@ class Executable:
             return self._run(arrays, times)
 
     def _run(self, arrays, times):
+        if self.writes_state:
+            state_writes.note()         # before: caches of Variable values are stale from here
         bufs = self.buffers
         for i, array in zip(self.input_slots, arrays):
             if i is not None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from hiapi.backends import get_backend
 from hiapi.graph import tracing
+from hiapi.runtime import state_writes
 from hiapi.runtime.dtypes import is_float
 from hiapi.graph.ops.elementwise import cast
 from hiapi.graph.ops.sources import Read
@@ -67,6 +68,7 @@ class Variable:
         # a host array set from outside (set_weights, a user) goes to the device the steps
         # run on; on the CPU backends this is the array itself, not a copy
         self._storage = get_backend().asarray(array)
+        state_writes.note()
 
     @property
     def shape(self):
@@ -100,6 +102,7 @@ class Variable:
         if array.shape != self.shape:
             raise ValueError(f"Variable {self.name!r}: cannot assign a value of shape "
                              f"{array.shape}, the variable has shape {self.shape}")
+        state_writes.note()
         get_backend().copy_into(self.storage, array.astype(self.dtype, copy=False))
         return get_backend().to_numpy(self.storage)     # a host array, whatever the device
 

@@ -19,7 +19,7 @@ from hiapi import metrics as metrics_module
 from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
 from hiapi import random as _random
-from hiapi.runtime import thread_tuner, threads
+from hiapi.runtime import state_writes, thread_tuner, threads
 from hiapi.callbacks import Callback, CallbackList, History, ProgbarLogger
 from hiapi.callbacks.progbar import format_logs
 from hiapi.callbacks import timeline
@@ -365,6 +365,7 @@ class Trainer(StepMethods):
         test = self._step("test", *source.first)
         compiled = self._tracker(test)
         compiled.reset()
+        state_writes.note()         # weights edited in place since the last call are seen
         hooks.on_test_begin()
         source.on_epoch_begin()
         ran, logs_wanted = 0, hooks.logs_wanted("on_test_batch_end")
@@ -395,6 +396,7 @@ class Trainer(StepMethods):
         source = get_adapter(self, x, batch_size=data.check_batch_size(batch_size), plan=LOCAL,
                              steps=steps, what="predict", targets=False)
         predict = self._step("predict", source.first[0])
+        state_writes.note()         # weights edited in place since the last call are seen
         hooks = CallbackList(callbacks or [], self, {"steps": source.steps, "verbose": verbose})
         hooks.on_predict_begin()
         source.on_epoch_begin()
@@ -446,6 +448,7 @@ class Trainer(StepMethods):
 
     def predict_on_batch(self, x: InputData) -> Predictions:
         xs, _, _ = self._prepare(x)
+        state_writes.note()
         outputs = self._step("predict", xs)(*xs)
         return self._as_output_structure(list(outputs))
 
