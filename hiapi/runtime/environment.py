@@ -95,6 +95,17 @@ def prefetch():
     return _switch("HIAPI_PREFETCH", "0")
 
 
+def spin_seconds():
+    """How long a kernel's helper thread keeps spinning (on ``sched_yield``) after its last job
+    before it sleeps (``hiapi/backends/numba_backend/spin_workers.py``): ``HIAPI_SPIN_US``,
+    microseconds, default 300; 0 makes helpers sleep at once (each job then wakes them)."""
+    value = os.environ.get("HIAPI_SPIN_US", "").strip() or "300"
+    if not value.isdigit():
+        raise ValueError(f"HIAPI_SPIN_US must be a whole number of microseconds >= 0, "
+                         f"got {value!r}")
+    return int(value) / 1e6
+
+
 def num_threads():
     """Threads per pool chosen by ``HIAPI_NUM_THREADS`` (a positive integer), or None when
     unset (``hiapi.runtime.threads`` then computes the budget)."""
