@@ -7,5 +7,6 @@ from hiapi.backends.numpy_backend import backend as numpy_backend
 backend = Backend()
 backend.name = "numba"
 backend.float32_ops = numpy_backend.float32_ops     # numba has no 16-bit arithmetic either
+backend.rewrites = frozenset({"dense_chain"})     # its kernel: numba_backend/dense_chain.py
 backend.kernels.update(numpy_backend.kernels)
 backend.scratch.update(numpy_backend.scratch)

@@ -110,8 +110,10 @@ class Function:
         if self._optimized is None:
             from hiapi.graph.passes import dead_code, optimize
             updates = dead_code.live_updates(self.updates)
+            backend = get_backend()
             roots, self.pass_stats = optimize(self.outputs + [v for _, v in updates],
-                                              float32_ops=get_backend().float32_ops)
+                                              float32_ops=backend.float32_ops,
+                                              rewrites=backend.rewrites)
             outputs = roots[:len(self.outputs)]
             updates = [(variable, value) for (variable, _), value in
                        zip(updates, roots[len(self.outputs):])]

@@ -26,6 +26,7 @@ from hiapi.graph import Function, grad, ops, placeholder
 from hiapi.graph.ops.array import ConcatPiece
 from hiapi.graph.ops.custom_gradient import CustomGradient
 from hiapi.graph.ops.nn import IntegralIndices
+from hiapi.graph.passes.dense_chain import DenseChain
 from hiapi.graph.ops.sort import argsort
 from hiapi.graph.ops.reduce import SumLike
 from hiapi.graph.schedule import topological_order
@@ -194,6 +195,8 @@ CASES = [
      [f32(3, 4)], ELEMENTWISE),
     ("matmul", ops.matmul, [f32(16, 32), f32(32, 8)], GEMM),
     ("matmul_batched", ops.matmul, [f32(3, 8, 16), f32(16, 4)], GEMM),
+    ("dense_chain", lambda x, w1, b1, w2, b2: DenseChain(("relu", "sigmoid"))(x, w1, b1, w2, b2),
+     [f32(16, 32), f32(32, 8), f32(8), f32(8, 4), f32(4)], GEMM),
     ("gemm", lambda a, b, c: ops.gemm(a, b, c, -0.5, 0.9), [f32(16, 32), f32(32, 8), f32(16, 8)],
      GEMM),
     ("softmax", lambda x: ops.softmax(x), [f32(6, 5, low=-20.0, high=20.0)], ELEMENTWISE),

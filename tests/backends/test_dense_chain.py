@@ -1,0 +1,294 @@
+"""The dense chain: the pass that builds it, its numba kernel's maths against float64 numpy, its
+thread-count invariance, its gradient, and the transposed weights it keeps between calls
+being made again whenever a weight changes."""
+import threading
+
+import numpy as np
+import pytest
+
+import hiapi
+from hiapi import layers
+from hiapi.backends import get_backend
+from hiapi.graph import Function, placeholder
+from hiapi.graph.passes import dense_chain as pass_module
+from hiapi.graph.passes.dense_chain import DenseChain
+from hiapi.graph.schedule import topological_order
+from hiapi.runtime import threads
+
+
+def _numba_backend():
+    pytest.importorskip("numba")
+    from hiapi.backends.numba_backend import backend
+    return backend
+
+
+def _reference(x, params, activations):
+    a = x.astype(np.float64)
+    for w, b, act in zip(params[0::2], params[1::2], activations):
+        a = a @ w.astype(np.float64) + b
+        if act == "relu":
+            a = np.maximum(a, 0)
+        elif act == "sigmoid":
+            a = 1 / (1 + np.exp(-a))
+        elif act == "tanh":
+            a = np.tanh(a)
+    return a
+
+
+def _params(rng, sizes, dtype=np.float32):
+    params = []
+    for k, n in zip(sizes[:-1], sizes[1:]):
+        params += [(rng.standard_normal((k, n)) / np.sqrt(k)).astype(dtype),
+                   rng.standard_normal(n).astype(dtype) * 0.1]
+    return params
+
+
+def _run_kernel(x, params, activations, state=True):
+    kernel = _numba_backend().kernels["dense_chain"]
+    out = np.empty((x.shape[0], params[-2].shape[1]), x.dtype)
+    kernel(out, x, *params, activations=tuple(activations), weights_are_state=state)
+    return out
+
+
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 17, 32, 64, 65, 130])
+@pytest.mark.parametrize("sizes,activations", [
+    ((784, 128, 10), ("relu", "linear")),
+    ((7, 5), ("sigmoid",)),
+    ((9, 6, 3, 4), ("tanh", "relu", "sigmoid")),
+])
+def test_numba_kernel_matches_float64_numpy(rows, sizes, activations):
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, sizes[0])).astype(np.float32)
+    params = _params(rng, sizes)
+    out = _run_kernel(x, params, activations)
+    np.testing.assert_allclose(out, _reference(x, params, activations), rtol=2e-5, atol=2e-5)
+
+
+def test_numba_kernel_reads_a_strided_batch():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 40)).astype(np.float32)[:, ::2]
+    params = _params(rng, (20, 8, 4))
+    np.testing.assert_allclose(_run_kernel(x, params, ("relu", "linear")),
+                               _reference(x, params, ("relu", "linear")), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("act", ["relu", "linear", "tanh"])
+def test_numba_kernel_keeps_nan_and_inf(act):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    x[2, 3], x[5, 0] = np.nan, np.inf
+    params = _params(rng, (6, 4))
+    out = _run_kernel(x, params, (act,))
+    assert np.isnan(out[2]).all()                   # relu keeps NaN, as np.maximum does
+    with np.errstate(invalid="ignore"):
+        expected = _reference(x, params, (act,))
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-5, equal_nan=True)
+
+
+def test_numba_kernel_gives_the_same_bits_on_one_and_two_threads():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((31, 50)).astype(np.float32)
+    params = _params(rng, (50, 33, 7))
+    try:
+        hiapi.config.set_num_threads(1)
+        one = _run_kernel(x, params, ("relu", "linear"))
+        hiapi.config.set_num_threads(2)
+        two = _run_kernel(x, params, ("relu", "linear"))
+    finally:
+        hiapi.config.set_num_threads(None)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_numba_kernel_with_helpers_that_sleep(monkeypatch):
+    """HIAPI_SPIN_US=0: every job wakes a sleeping helper; results are the same."""
+    _numba_backend()
+    from hiapi.backends.numba_backend.dense_chain_kernels import chain_job
+    from hiapi.backends.numba_backend.spin_workers import SpinWorkers
+    from hiapi.backends.numba_backend import dense_chain as module
+    monkeypatch.setenv("HIAPI_SPIN_US", "0")
+    monkeypatch.setattr(module, "workers", SpinWorkers(chain_job))
+    rng = np.random.default_rng(3)
+    params = _params(rng, (30, 12, 5))
+    try:
+        hiapi.config.set_num_threads(2)
+        for rows in (8, 32, 64):
+            x = rng.standard_normal((rows, 30)).astype(np.float32)
+            for _ in range(3):
+                np.testing.assert_allclose(_run_kernel(x, params, ("relu", "linear")),
+                                           _reference(x, params, ("relu", "linear")),
+                                           rtol=2e-5, atol=2e-5)
+        assert module.workers._helpers, "a helper ran"
+    finally:
+        hiapi.config.set_num_threads(None)
+
+
+def test_numba_kernel_from_two_threads_at_once():
+    """One job at a time on the helpers: a second caller runs its rows alone, right."""
+    rng = np.random.default_rng(4)
+    params = _params(rng, (64, 32, 8))
+    xs = [rng.standard_normal((32, 64)).astype(np.float32) for _ in range(2)]
+    wrong = []
+
+    def work(x):
+        for _ in range(200):
+            out = _run_kernel(x, params, ("relu", "linear"))
+            if not np.allclose(out, _reference(x, params, ("relu", "linear")), rtol=2e-5,
+                               atol=2e-5):
+                wrong.append(out)
+    try:
+        hiapi.config.set_num_threads(2)
+        workers = [threading.Thread(target=work, args=(x,)) for x in xs]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    finally:
+        hiapi.config.set_num_threads(None)
+    assert not wrong
+
+
+def test_weights_fed_as_inputs_are_read_at_every_call():
+    """Without ``weights_are_state`` the kernel keeps no copy: a weight changed in place
+    between calls is seen."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    params = _params(rng, (6, 4))
+    first = _run_kernel(x, params, ("linear",), state=False)
+    params[0] *= 2
+    second = _run_kernel(x, params, ("linear",), state=False)
+    np.testing.assert_allclose(second, _reference(x, params, ("linear",)), rtol=2e-5, atol=2e-5)
+    assert not np.allclose(first, second)
+
+
+def test_the_op_on_the_current_backend_and_its_gradient():
+    """Forward against numpy and float64 finite differences of the gradient (the op's grad is
+    that of the unfused layers); on numpy, numba and any backend with the kernel."""
+    from check_op import check_op
+    if "dense_chain" not in get_backend().kernels:
+        pytest.skip(f"backend {get_backend().name!r} has no dense_chain kernel (only backends "
+                    f"that ask for the rewrite need one)")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((5, 4))
+    params = _params(rng, (4, 3, 2), np.float64)
+    acts = ("tanh", "sigmoid")
+    check_op(lambda *v: DenseChain(acts)(*v), [x] + params,
+             lambda x, *p: _reference(x, p, acts), batch=[True] + [False] * 4)
+
+
+def _mlp(units=(16,), activation="relu", last=None):
+    model = hiapi.Sequential([hiapi.Input(shape=(12,))] +
+                             [layers.Dense(u, activation=activation) for u in units] +
+                             [layers.Dense(3, activation=last)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def _ops(fn):
+    outputs, updates = fn.optimized()
+    return [v.op.name for v in topological_order(outputs + [u for _, u in updates])]
+
+
+def test_pass_builds_one_chain_in_an_inference_graph_only():
+    model = _mlp(units=(16, 8))
+    x, y = np.ones((4, 12), np.float32), np.ones((4, 3), np.float32)
+    model.fit(x, y, verbose=0)
+    model.predict(x, verbose=0)
+    xs = placeholder((None, 12), "float32")
+    out = model(xs)
+    assert ("dense_chain" in _ops(Function([xs], out))) == ("dense_chain" in
+                                                             get_backend().rewrites)
+    roots = pass_module.run([out], rewrites={"dense_chain"})
+    chain = [v for v in topological_order(roots) if v.op.name == "dense_chain"]
+    assert len(chain) == 1 and chain[0].op.activations == ("relu", "relu", "linear")
+    assert chain[0].op.weights_are_state
+    # a train step: every weight also feeds its update, so nothing matches
+    train = model._step("train", [x], [y], [])
+    assert "dense_chain" not in _ops(train)
+
+
+def test_pass_leaves_shared_weights_and_outputs_alone():
+    inputs = hiapi.Input(shape=(6,))
+    dense = layers.Dense(6, activation="relu")
+    hidden = layers.Dense(5, activation="tanh")(inputs)
+    twice = dense(dense(layers.Dense(6)(hidden)))      # one layer used twice: W read twice
+    model = hiapi.Model(inputs, [hidden, twice])
+    xs = placeholder((None, 6), "float32")
+    roots = pass_module.run(list(model(xs)), rewrites={"dense_chain"})
+    chains = [v.op for v in topological_order(roots) if v.op.name == "dense_chain"]
+    # the first layer ends a chain of its own (its output is a model output); the shared
+    # layer is left unfused; the Dense(6) between is a one-layer chain
+    assert sorted(op.activations for op in chains) == [("linear",), ("tanh",)]
+
+
+def test_pass_skips_float64_and_runs_only_when_asked():
+    xs = placeholder((None, 4), "float64")
+    w = hiapi.Variable(np.ones((4, 2)), dtype="float64")
+    b = hiapi.Variable(np.zeros(2), dtype="float64")
+    y = hiapi.ops.matmul(xs, w) + b
+    assert pass_module.run([y], rewrites={"dense_chain"})[0] is y
+    xs32 = placeholder((None, 4), "float32")
+    w32, b32 = hiapi.Variable(np.ones((4, 2), np.float32)), hiapi.Variable(np.zeros(2, np.float32))
+    y32 = hiapi.ops.matmul(xs32, w32) + b32
+    assert pass_module.run([y32])[0] is y32
+    assert pass_module.run([y32], rewrites={"dense_chain"})[0].op.name == "dense_chain"
+
+
+@pytest.fixture
+def numba_backend():
+    _numba_backend()
+    previous = hiapi.backends.get_backend().name
+    hiapi.backends.set_backend("numba")
+    yield
+    hiapi.backends.set_backend(previous)
+
+
+def test_predict_sees_every_way_a_weight_changes(numba_backend):
+    hiapi.utils.set_random_seed(0)
+    model = _mlp(units=(16,), last="softmax")
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal((64, 12)).astype(np.float32), rng.random((64, 3), np.float32)
+    predict = model._step("predict", [x[:32]])
+    assert "dense_chain" in _ops(predict)
+
+    def expected():
+        w = [v.numpy() for v in model.weights]
+        return _reference(x, w, ("relu", "linear"))
+
+    def check():
+        logits = expected()
+        probabilities = np.exp(logits - logits.max(1, keepdims=True))
+        probabilities /= probabilities.sum(1, keepdims=True)
+        np.testing.assert_allclose(model.predict(x, batch_size=32, verbose=0), probabilities,
+                                   rtol=1e-4, atol=1e-6)
+
+    check()
+    model.fit(x, y, epochs=1, batch_size=16, verbose=0)             # a train step
+    check()
+    kernel = model.layers[0].kernel
+    kernel.assign(kernel.numpy() * 0.5)                              # assign
+    check()
+    model.layers[1].kernel.value = model.layers[1].kernel.numpy() + 1   # a new array
+    check()
+    model.layers[0].bias.value[...] = 3.0                            # in place, between calls
+    check()
+    model.set_weights([w * 0.9 for w in model.get_weights()])        # set_weights
+    check()
+    np.testing.assert_allclose(model.predict_on_batch(x[:5]), model.predict(x[:5], verbose=0))
+
+
+def test_predict_equals_the_unfused_graph(numba_backend, monkeypatch):
+    hiapi.utils.set_random_seed(1)
+    model = _mlp(units=(32, 16), activation="tanh")
+    x = np.random.default_rng(8).standard_normal((100, 12)).astype(np.float32)
+    fused = model.predict(x, batch_size=32, verbose=0)
+    y = np.random.default_rng(9).random((100, 3), np.float32)
+    fused_loss = model.evaluate(x, y, batch_size=32, verbose=0)
+    monkeypatch.setenv("HIAPI_PASSES", "-dense_chain")
+    plain_model = hiapi.models.clone_model(model)
+    plain_model.set_weights(model.get_weights())
+    plain_model.compile(optimizer="sgd", loss="mse")
+    np.testing.assert_allclose(plain_model.predict(x, batch_size=32, verbose=0), fused,
+                               rtol=1e-5, atol=1e-6)
+    assert plain_model.evaluate(x, y, batch_size=32, verbose=0) == pytest.approx(fused_loss,
+                                                                                 rel=1e-5)
+    assert threads.active_threads() >= 1
