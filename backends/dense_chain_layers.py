@@ -32,7 +32,7 @@ def hidden_blocks(workspace, rows, weights, dtype, out):
 
 
 def workspace_bytes(shapes, dtypes, attrs):
-    return hidden_offsets(shapes[1][0], shapes[2::2], np.dtype(dtypes[0]).itemsize)[1]
+    return hidden_offsets(shapes[0][0], shapes[2::2], np.dtype(dtypes[0]).itemsize)[1]
 
 
 def register(backend):

@@ -59,12 +59,16 @@ transposed = TransposedWeights()
 class _Site:
     """What one call site (a compiled step's node, known by its output buffer) keeps between
     batches: the descriptor of its chain with every address but the input's filled in, valid
-    while the buffers are the same and no Variable was written."""
+    while the buffers are the same and no Variable was written. Called without a workspace
+    (outside an executor), it keeps its own for the hidden layers."""
 
     def __init__(self, out, params, activations, workspace):
         self.out = weakref.ref(out)
         self.ids = (id(workspace),) + tuple(id(p) for p in params)
         self.writes = state_writes.count()
+        if workspace is None:
+            workspace = self.workspace = np.empty(workspace_bytes(
+                [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
         weights = params[0::2]
         hidden = hidden_blocks(workspace, out.shape[0], weights, np.float32, out)
         descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
@@ -98,9 +102,6 @@ def dense_chain(out, x, *params, activations, weights_are_state=False, workspace
         numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
                                              workspace=workspace)
         return
-    if workspace is None:
-        workspace = np.empty(workspace_bytes([out.shape, x.shape] + [p.shape for p in params],
-                                             [out.dtype], {}), np.uint8)
     x = np.ascontiguousarray(x)                  # a copy only of a strided view
     site = _site(out, params, activations, workspace)
     parts = max(1, min(threads.active_threads(), (rows + 3) // 4))
