@@ -46,12 +46,14 @@ def cast(out, x, dtype):
 
 @register("sum")
 def sum_(out, x, axis, keepdims):
-    np.sum(x, axis=axis, keepdims=keepdims, out=out)
+    # np.sum is this ufunc reduction behind a Python wrapper that cost 1.1 of its 1.6 us on a
+    # batch's 32 losses; the same call, the same bits
+    np.add.reduce(x, axis=axis, keepdims=keepdims, out=out)
 
 
 @register("max")
 def max_(out, x, axis, keepdims):
-    np.max(x, axis=axis, keepdims=keepdims, out=out)
+    np.maximum.reduce(x, axis=axis, keepdims=keepdims, out=out)        # np.max, unwrapped
 
 
 @register("argmax")
