@@ -224,6 +224,24 @@ class Loops:
 LAST = "numba last call"      # scratch key: the buffers of the node's last call and its call
 
 
+def _rebound(last, out, inputs):
+    """The last call's arguments with the inputs that changed put in, when each new one is
+    like the one it replaces (shape, dtype, C order) and cannot be the output's memory (its
+    dtype is not the output's), so the same function and reading modes hold; else None. A
+    fed batch (the labels an accuracy compares with) is a new array at every step: 5 us a
+    node through the full path, 1.5 this way."""
+    args = None
+    for k, (new, old) in enumerate(zip(inputs, last[1])):
+        if new is old:
+            continue
+        if new.shape != old.shape or new.dtype != old.dtype or new.dtype == out.dtype or \
+                not new.flags.c_contiguous:
+            return None
+        args = args or list(last[3])
+        args[2 + k] = new.reshape(-1)
+    return args
+
+
 @backend.register("fused_elementwise", scratch=program_scratch)
 def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     # The executor calls a node with the same buffer objects step after step (the plan's,
@@ -231,10 +249,15 @@ def fused_elementwise(out, *inputs, program, shapes, scratch, workspace=None):
     # its flat views are those of the last call, and checking identity is all the work.
     # Classifying the buffers every call cost 3-5 us a node, ~20 nodes a small train step.
     last = scratch.get(LAST)
-    if last is not None and last[0] is out and len(inputs) == len(last[1]) and \
-            all(map(operator.is_, inputs, last[1])):
-        last[2](*last[3])
-        return
+    if last is not None and last[0] is out and len(inputs) == len(last[1]):
+        if all(map(operator.is_, inputs, last[1])):
+            last[2](*last[3])
+            return
+        args = _rebound(last, out, inputs)
+        if args is not None:
+            scratch[LAST] = (out, inputs, last[2], args)
+            last[2](*args)
+            return
     key = ("numba", out.shape) + tuple(a.shape for a in inputs)
     loops = scratch.get(key)                # per node and shapes: classified and compiled once
     if loops is None:

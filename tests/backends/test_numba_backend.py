@@ -183,3 +183,28 @@ def test_one_hot_loop_leaves_indices_outside_the_depth_to_numpys_kernel():
     with pytest.raises(IndexError):
         numba_kernels.kernels["one_hot"](out[:2], np.array([0, 4]), depth=4,
                                          dtype=np.dtype("float32"))
+
+
+def test_a_node_called_with_a_new_input_of_another_dtype_reuses_its_loop(numba_backend):
+    """A fed batch (labels) is a new array at every call: the node's last loop and views are
+    kept and only that input is put in; one of the output's dtype (it could be the output's
+    memory) or another shape takes the full path. Values are right either way."""
+    from hiapi.backends.numba_backend import fused
+    labels = placeholder((None,), "int64")
+    scores = placeholder((None,), "float32")
+    f = Function([scores, labels], ops.cast(ops.equal(ops.cast(scores, "int64"), labels),
+                                            "float32") * 2.0)
+    rng = np.random.default_rng(1)
+    s = rng.integers(0, 3, 32).astype(np.float32)
+    calls = []
+    original = fused._rebound
+    try:
+        fused._rebound = lambda *a: calls.append(original(*a)) or calls[-1]
+        for n in (32, 32, 32, 7, 7):
+            y = rng.integers(0, 3, n)
+            got = f(s[:n].copy() if n == 7 else s, y)
+            np.testing.assert_array_equal(got, (s[:n].astype(np.int64) == y) * 2.0)
+    finally:
+        fused._rebound = original
+    assert any(c is not None for c in calls)          # labels changed, the loop was kept
+    assert any(c is None for c in calls)              # scores changed too: the full path
