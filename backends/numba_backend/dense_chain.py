@@ -10,11 +10,11 @@ Variables) run the numpy backend's kernel: layer by layer on the backend's ``mat
 bias and activation in place, as the unfused graph would.
 
 The transposed copies (of Variables only: the pass says so with ``weights_are_state``; a
-weight fed as an input may change in place between calls) are made on the first call and kept,
-one per weight and as large as it, until a Variable is written anywhere
-(``hiapi.runtime.state_writes``): a ``predict`` over 10,000 rows transposes each weight once
-(a 784x128 weight in ~60 us), not once per batch. They live outside the memory plan, as a BLAS
-library's packed panels do.
+weight fed as an input may change in place between calls) are made on the second call after a
+Variable write and kept, one per weight and as large as it, until a Variable is written
+anywhere (``hiapi.runtime.state_writes``): a ``predict`` over 10,000 rows transposes each
+weight once (a 784x128 weight in ~60 us), not once per batch (``_Site`` says why not at the
+first call). They live outside the memory plan, as a BLAS library's packed panels do.
 """
 import weakref
 
@@ -58,40 +58,55 @@ transposed = TransposedWeights()
 
 class _Site:
     """What one call site (a compiled step's node, known by its output buffer) keeps between
-    batches: the descriptor of its chain with every address but the input's filled in, valid
-    while the buffers are the same and no Variable was written. Called without a workspace
-    (outside an executor), it keeps its own for the hidden layers."""
+    batches: the descriptor of its chain with every address but the input's filled in.
 
-    def __init__(self, out, params, activations, workspace):
+    The transposed copies are made on the *second* call with no Variable written since the
+    first: a call right after a write runs layer by layer and only notes the count. A
+    ``predict`` over many batches then pays for them once, from its second batch on, and a
+    single ``predict(x[None])`` between train steps (a reinforcement-learning loop) never
+    does: transposing a 1024x1024 weight takes longer than that call's whole forward. Called
+    without a workspace (outside an executor), the site keeps its own for the hidden layers."""
+
+    def __init__(self, out, params, workspace):
         self.out = weakref.ref(out)
-        self.ids = (id(workspace),) + tuple(id(p) for p in params)
+        self.ids = _ids(params, workspace)
         self.writes = state_writes.count()
-        if workspace is None:
-            workspace = self.workspace = np.empty(workspace_bytes(
-                [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
-        weights = params[0::2]
-        hidden = hidden_blocks(workspace, out.shape[0], weights, np.float32, out)
-        descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
-        for w, b, act, h in zip(weights, params[1::2], activations, hidden):
-            descriptor += [transposed.of(w).ctypes.data, w.shape[1], b.ctypes.data,
-                           K.ACTIVATIONS[act], h.ctypes.data]
-        self.descriptor = np.array(descriptor, np.int64)
+        self.descriptor = None
+        self.workspace = workspace if workspace is not None else np.empty(workspace_bytes(
+            [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
 
-    def valid(self, out, params, workspace):
-        return self.out() is out and self.writes == state_writes.count() and \
-            self.ids == (id(workspace),) + tuple(id(p) for p in params)
+    def descriptor_for(self, out, params, activations):
+        """The descriptor, or None where this call runs layer by layer (see above)."""
+        writes = state_writes.count()
+        if writes != self.writes:
+            self.writes, self.descriptor = writes, None
+            return None
+        if self.descriptor is None:
+            weights = params[0::2]
+            hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32, out)
+            descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
+            for w, b, act, h in zip(weights, params[1::2], activations, hidden):
+                descriptor += [transposed.of(w).ctypes.data, w.shape[1], b.ctypes.data,
+                               K.ACTIVATIONS[act], h.ctypes.data]
+            self.descriptor = np.array(descriptor, np.int64)
+        return self.descriptor
+
+
+def _ids(params, workspace):
+    return (id(workspace),) + tuple(id(p) for p in params)
 
 
 _sites = {}
 
 
-def _site(out, params, activations, workspace):
+def _descriptor(out, params, activations, workspace):
     site = _sites.get(id(out))
-    if site is None or not site.valid(out, params, workspace):
+    if site is None or site.out() is not out or site.ids != _ids(params, workspace):
         for key in [k for k, s in _sites.items() if s.out() is None]:
             del _sites[key]
-        site = _sites[id(out)] = _Site(out, params, activations, workspace)
-    return site
+        site = _sites[id(out)] = _Site(out, params, workspace)
+        return None
+    return site.descriptor_for(out, params, activations)
 
 
 @backend.register("dense_chain", scratch=workspace_bytes)
@@ -102,8 +117,12 @@ def dense_chain(out, x, *params, activations, weights_are_state=False, workspace
         numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
                                              workspace=workspace)
         return
+    descriptor = _descriptor(out, params, activations, workspace)
+    if descriptor is None:
+        numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
+                                             workspace=workspace)
+        return
     x = np.ascontiguousarray(x)                  # a copy only of a strided view
-    site = _site(out, params, activations, workspace)
     parts = max(1, min(threads.active_threads(), (rows + 3) // 4))
-    K.set_input(site.descriptor, x, parts)
-    workers.run(site.descriptor, parts)
+    K.set_input(descriptor, x, parts)
+    workers.run(descriptor, parts)

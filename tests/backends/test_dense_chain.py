@@ -44,9 +44,15 @@ def _params(rng, sizes, dtype=np.float32):
 
 
 def _run_kernel(x, params, activations, state=True):
+    """The kernel's output at its second call on the same buffers (its first call after a
+    Variable write runs layer by layer, the second on transposed weights), checked equal to
+    the first's within float32 rounding."""
     kernel = _numba_backend().kernels["dense_chain"]
     out = np.empty((x.shape[0], params[-2].shape[1]), x.dtype)
     kernel(out, x, *params, activations=tuple(activations), weights_are_state=state)
+    first = out.copy()
+    kernel(out, x, *params, activations=tuple(activations), weights_are_state=state)
+    np.testing.assert_allclose(out, first, rtol=2e-5, atol=2e-5, equal_nan=True)
     return out
 
 
@@ -78,10 +84,10 @@ def test_numba_kernel_keeps_nan_and_inf(act):
     x = rng.standard_normal((8, 6)).astype(np.float32)
     x[2, 3], x[5, 0] = np.nan, np.inf
     params = _params(rng, (6, 4))
-    out = _run_kernel(x, params, (act,))
-    assert np.isnan(out[2]).all()                   # relu keeps NaN, as np.maximum does
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):              # as the executor runs kernels
+        out = _run_kernel(x, params, (act,))
         expected = _reference(x, params, (act,))
+    assert np.isnan(out[2]).all()                   # relu keeps NaN, as np.maximum does
     np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-5, equal_nan=True)
 
 
@@ -292,3 +298,27 @@ def test_predict_equals_the_unfused_graph(numba_backend, monkeypatch):
     assert plain_model.evaluate(x, y, batch_size=32, verbose=0) == pytest.approx(fused_loss,
                                                                                  rel=1e-5)
     assert threads.active_threads() >= 1
+
+
+def test_weights_are_transposed_only_when_a_second_call_sees_no_write(numba_backend,
+                                                                     monkeypatch):
+    """A single predict between train steps runs layer by layer and transposes nothing; a
+    predict of many batches transposes each weight once, at its second batch."""
+    from hiapi.backends.numba_backend import dense_chain as module
+    made = []
+    original = module.K.transpose_into
+    monkeypatch.setattr(module.K, "transpose_into", lambda w, t: made.append(w.shape) or
+                        original(w, t))
+    hiapi.utils.set_random_seed(2)
+    model = _mlp(units=(16,))
+    rng = np.random.default_rng(10)
+    x, y = rng.standard_normal((64, 12)).astype(np.float32), rng.random((64, 3), np.float32)
+    for _ in range(3):
+        model.train_on_batch(x[:32], y[:32])
+        model.predict(x[:8], verbose=0)                  # one batch after each write
+    assert made == []
+    model.predict(x, batch_size=16, verbose=0)           # four batches
+    assert sorted(made) == [(12, 16), (16, 3)]
+    expected = _reference(x, [v.numpy() for v in model.weights], ("relu", "linear"))
+    np.testing.assert_allclose(model.predict(x, batch_size=16, verbose=0), expected,
+                               rtol=2e-5, atol=2e-5)
