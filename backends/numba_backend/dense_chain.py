@@ -29,7 +29,7 @@ from hiapi.backends.numpy_backend import backend as numpy_backend
 
 MAX_ROWS = 64
 
-workers = SpinWorkers(K.chain_job)
+workers = SpinWorkers(K.chain_job, K.serve)
 
 
 class TransposedWeights:

@@ -18,6 +18,8 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
+from hiapi.backends.numba_backend.spin_workers import job_done, next_job
+
 FASTMATH = {"reassoc", "contract", "nsz", "arcp", "afn"}
 
 LINEAR, RELU, SIGMOID, TANH = 0, 1, 2, 3
@@ -146,6 +148,19 @@ def chain_job(descriptor, part):
         c = carray(_float32_at(descriptor[at + OUT]), (rows, columns))
         dense_rows(a, wt, bias, descriptor[at + ACTIVATION], c, r0, r1)
         a = c
+
+
+@njit(nogil=True, cache=True)
+def serve(flags, part, turns):
+    """A spin worker's loop over ``chain_job`` (``spin_workers.py``): job after job until none
+    comes for ``turns`` yields (False) or the caller sleeps on the one just done (True)."""
+    while True:
+        descriptor = next_job(flags, turns)
+        if descriptor.size == 0:
+            return False
+        chain_job(descriptor, part)
+        if job_done(flags):
+            return True
 
 
 @njit(nogil=True, boundscheck=False, cache=True)

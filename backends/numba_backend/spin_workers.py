@@ -12,14 +12,14 @@ sleeps, and it spins on ``sched_yield``, so another runnable process on its core
 at each turn.
 
 The helper never takes the GIL while it serves: its whole loop is one numba ``nogil`` call
-(``_serve``) that waits on a flag, runs ``job(descriptor, part)`` (a numba function that reads
+(``serve``) that waits on a flag, runs ``job(descriptor, part)`` (a numba function that reads
 its arrays from an int64 descriptor of addresses and sizes) and sets another flag. A first
 version handed Python callables to the helper: each job then waited for the GIL, whose hand-over
 is the same futex wake-up, and an empty job cost 58 us. Only falling asleep and waking go
 through Python (an ``Event``). Each side writes its flag and reads the other's with a full
 fence between (``_store_then_load``), so neither can miss the other's wake-up.
 
-``SpinWorkers(job).run(descriptor, parts)``: part 0 on the calling thread, parts 1.. on
+``SpinWorkers(job, serve).run(descriptor, parts)``: part 0 on the calling thread, parts 1.. on
 helpers; returns when all are done. One job at a time: a call made while another runs (another
 thread's predict) runs every part on the calling thread.
 """
@@ -99,20 +99,40 @@ def _post(flags, descriptor, sequence):
     return _store_then_load(flags, POSTED, sequence, HELPER_ASLEEP)
 
 
-@njit(nogil=True)
-def _serve(flags, part, turns, job):
-    """The helper's loop: job after job until none comes for ``turns`` yields, or until the
-    caller sleeps on the one just done (it must then be woken from Python)."""
-    seen = flags[SEEN]
-    while _spin_until(flags, POSTED, seen + 1, turns):
-        fence()
-        seen = flags[POSTED]
-        flags[SEEN] = seen
-        job(carray(_int64_at(flags[DESCRIPTOR]), flags[DESCRIPTOR_SIZE]), part)
-        fence()
-        if _store_then_load(flags, DONE, seen, CALLER_ASLEEP):
-            return True
-    return False
+@njit(nogil=True, cache=True)
+def next_job(flags, turns):
+    """For a job's serving loop (``serve`` below): the next job's descriptor once one is
+    posted, or an empty array when none came for ``turns`` yields."""
+    if not _spin_until(flags, POSTED, flags[SEEN] + 1, turns):
+        return np.empty(0, np.int64)
+    fence()
+    flags[SEEN] = flags[POSTED]
+    return carray(_int64_at(flags[DESCRIPTOR]), flags[DESCRIPTOR_SIZE])
+
+
+@njit(nogil=True, cache=True)
+def job_done(flags):
+    """For a job's serving loop: marks the job done; True when the caller fell asleep waiting
+    for it (the loop must then return, for Python to wake it)."""
+    fence()
+    return _store_then_load(flags, DONE, flags[SEEN], CALLER_ASLEEP) != 0
+
+
+# A job module writes its helpers' loop as below, with its own job (numba caches a function
+# only if the job it calls is a global, not an argument: with the job as an argument the loop
+# compiled afresh in every process, 0.3-0.5 s inside the first predict):
+#
+#     @njit(nogil=True, cache=True)
+#     def serve(flags, part, turns):
+#         """Job after job until none comes for ``turns`` yields (returns False) or the caller
+#         sleeps on the one just done (returns True)."""
+#         while True:
+#             descriptor = next_job(flags, turns)
+#             if descriptor.size == 0:
+#                 return False
+#             my_job(descriptor, part)
+#             if job_done(flags):
+#                 return True
 
 
 def _turns(seconds):
@@ -125,8 +145,8 @@ def _turns(seconds):
 
 
 class _Helper:
-    def __init__(self, part, job, turns):
-        self.part, self.job, self.turns = part, job, turns
+    def __init__(self, part, serve, turns):
+        self.part, self.serve, self.turns = part, serve, turns
         self.flags = np.zeros(FLAG_SLOTS, np.int64)
         self.wake = threading.Event()
         self.done = threading.Event()
@@ -148,7 +168,7 @@ class _Helper:
 
     def _loop(self):
         while True:
-            if _serve(self.flags, self.part, self.turns, self.job):
+            if self.serve(self.flags, self.part, self.turns):
                 self.done.set()                  # the caller fell asleep waiting for this job
                 continue
             self.wake.clear()
@@ -160,10 +180,11 @@ class _Helper:
 class SpinWorkers:
     """Helpers for one job function: ``job(descriptor, part)``, a numba function that finds
     its arrays and sizes in the int64 array ``descriptor``, which must stay alive and unchanged
-    until ``run`` returns."""
+    until ``run`` returns; ``serve(flags, part, turns)``, the helpers' loop over it (above)."""
 
-    def __init__(self, job):
+    def __init__(self, job, serve):
         self.job = job
+        self.serve = serve
         self._helpers = []
         self._busy = threading.Lock()
         self._sequence = 0
@@ -199,5 +220,5 @@ class SpinWorkers:
         if self._turns is None:
             self._turns = _turns(environment.spin_seconds())
         while len(self._helpers) < count:
-            self._helpers.append(_Helper(len(self._helpers) + 1, self.job, self._turns))
+            self._helpers.append(_Helper(len(self._helpers) + 1, self.serve, self._turns))
         return self._helpers[:count]

@@ -108,11 +108,11 @@ def test_numba_kernel_gives_the_same_bits_on_one_and_two_threads():
 def test_numba_kernel_with_helpers_that_sleep(monkeypatch):
     """HIAPI_SPIN_US=0: every job wakes a sleeping helper; results are the same."""
     _numba_backend()
-    from hiapi.backends.numba_backend.dense_chain_kernels import chain_job
+    from hiapi.backends.numba_backend.dense_chain_kernels import chain_job, serve
     from hiapi.backends.numba_backend.spin_workers import SpinWorkers
     from hiapi.backends.numba_backend import dense_chain as module
     monkeypatch.setenv("HIAPI_SPIN_US", "0")
-    monkeypatch.setattr(module, "workers", SpinWorkers(chain_job))
+    monkeypatch.setattr(module, "workers", SpinWorkers(chain_job, serve))
     rng = np.random.default_rng(3)
     params = _params(rng, (30, 12, 5))
     try:
