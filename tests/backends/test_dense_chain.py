@@ -322,3 +322,22 @@ def test_weights_are_transposed_only_when_a_second_call_sees_no_write(numba_back
     expected = _reference(x, [v.numpy() for v in model.weights], ("relu", "linear"))
     np.testing.assert_allclose(model.predict(x, batch_size=16, verbose=0), expected,
                                rtol=2e-5, atol=2e-5)
+
+
+def test_repeated_predicts_transpose_at_their_first_batch(numba_backend, monkeypatch):
+    """Once copies served several batches, the next predict (after a write: predict itself
+    counts as one) makes them at its first batch instead of running it layer by layer."""
+    from hiapi.backends.numba_backend import dense_chain as module
+    layer_by_layer = []
+    original = module.numpy_backend.kernels["dense_chain"]
+    monkeypatch.setitem(module.numpy_backend.kernels, "dense_chain",
+                        lambda *a, **k: layer_by_layer.append(1) or original(*a, **k))
+    hiapi.utils.set_random_seed(3)
+    model = _mlp(units=(16,))
+    x = np.random.default_rng(11).standard_normal((64, 12)).astype(np.float32)
+    first = model.predict(x, batch_size=16, verbose=0)
+    assert len(layer_by_layer) == 1                       # its first batch
+    for _ in range(3):
+        np.testing.assert_array_equal(model.predict(x, batch_size=16, verbose=0)[16:],
+                                      first[16:])
+    assert len(layer_by_layer) == 1
