@@ -16,6 +16,7 @@ anywhere (``hiapi.runtime.state_writes``): a ``predict`` over 10,000 rows transp
 weight once (a 784x128 weight in ~60 us), not once per batch (``_Site`` says why not at the
 first call). They live outside the memory plan, as a BLAS library's packed panels do.
 """
+import threading
 import weakref
 
 import numpy as np
@@ -88,6 +89,7 @@ class _Site:
         self.reused = False           # whether the last copies served more than one call
         self.workspace = workspace if workspace is not None else np.empty(workspace_bytes(
             [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
+        _warm_up(_parts(out.shape[0]))             # its first call runs layer by layer
 
     def descriptor_for(self, out, params, activations):
         """The descriptor, or None where this call runs layer by layer (see above)."""
@@ -108,6 +110,38 @@ class _Site:
                                K.ACTIVATIONS[act], h.ctypes.data]
             self.descriptor = np.array(descriptor, np.int64)
         return self.descriptor
+
+
+_warmed = []
+
+
+def _warm_up(parts):
+    """The first site in a process loads the kernels from numba's cache on a thread of its
+    own (and starts the helpers, which load their loop), while its first call runs layer by
+    layer: loaded at the first fast call instead, 0.06-0.24 s fell inside the thread tuner's
+    first probe and the user's first ``predict``."""
+    workers.prepare(parts)
+    if not _warmed:
+        _warmed.append(threading.Thread(target=_load_kernels, name="hiapi-dense-chain-warm-up",
+                                        daemon=True))
+        _warmed[0].start()
+
+
+def _load_kernels():
+    w, b, x = np.ones((4, 4), np.float32), np.zeros(4, np.float32), np.ones((4, 4), np.float32)
+    wt, out = np.empty((4, 4), np.float32), np.empty((4, 4), np.float32)
+    K.transpose_into(w, wt)
+    K.fingerprint(w)
+    descriptor = np.array([1, 4, 1, 0, 4, wt.ctypes.data, 4, b.ctypes.data, 0, out.ctypes.data],
+                          np.int64)
+    K.set_input(descriptor, x, 1)
+    K.chain_job(descriptor, 0)
+
+
+def _parts(rows):
+    """Threads for a batch: the pools' count now (the thread tuner's choice), at most one per
+    4-row block."""
+    return max(1, min(threads.active_threads(), (rows + 3) // 4))
 
 
 def _ids(params, workspace):
@@ -141,6 +175,6 @@ def dense_chain(out, x, *params, activations, weights_are_state=False, workspace
                                              workspace=workspace)
         return
     x = np.ascontiguousarray(x)                  # a copy only of a strided view
-    parts = max(1, min(threads.active_threads(), (rows + 3) // 4))
+    parts = _parts(rows)
     K.set_input(descriptor, x, parts)
     workers.run(descriptor, parts)

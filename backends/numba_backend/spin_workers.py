@@ -216,6 +216,13 @@ class SpinWorkers:
         finally:
             self._busy.release()
 
+    def prepare(self, parts):
+        """Start the helpers a later ``run(..., parts)`` needs, now: each loads its loop from
+        numba's cache in its own thread as it starts (0.2 s, which the first ``run`` waited
+        for before), while the caller goes on."""
+        if parts > 1 and len(self._helpers) < parts - 1:
+            self._start(parts - 1)
+
     def _start(self, count):
         if self._turns is None:
             self._turns = _turns(environment.spin_seconds())
