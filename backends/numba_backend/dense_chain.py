@@ -1,20 +1,22 @@
 """The numba kernel of ``dense_chain`` (``hiapi/graph/passes/dense_chain.py``): a chain of dense
 layers in one call, its rows split between the calling thread and spinning helpers.
 
-Small batches (up to ``MAX_ROWS`` rows) run the register-blocked loops of
-``dense_chain_kernels.py`` on transposed copies of the weights; measured on the 2-core VM,
-2 threads, ``relu(x @ W + b)``: 32x784 @ 784x128 33 us (OpenBLAS + numpy 72, torch 39), 64 rows
-69 us (98, 61), 256 rows 270 us (248, 190), 32x1024 @ 1024x1024 426 us (481, 344). Past
-64 rows BLAS's packed kernels win, so larger batches (and float64, and weights that are not
-Variables) run the numpy backend's kernel: layer by layer on the backend's ``matmul``, with the
-bias and activation in place, as the unfused graph would.
+Batches of ``MIN_ROWS`` to ``MAX_ROWS`` rows run the register-blocked loops of
+``dense_chain_kernels.py`` on transposed copies of the weights; measured on the 2-core VM
+(``benchmarks/dense_chain.py``), 2 threads, ``relu(x @ W + b)``: 32x784 @ 784x128 40 us
+(OpenBLAS + numpy 71, torch 34), 64 rows 67 us (100, 56), 32x1024 @ 1024x1024 385 us (493,
+290); at 256 rows BLAS's packed kernels win (the loops 270 us, OpenBLAS 243). So larger
+batches, fewer than 4 rows (a single sample: a GEMV, and the transposed copy would cost more
+than the call), float64 and weights that are not Variables run the numpy backend's kernel,
+layer by layer on the backend's ``matmul``, as the unfused graph would. Which path a call
+takes depends only on its shapes, so the same batch gives the same bits at every call.
 
 The transposed copies (of Variables only: the pass says so with ``weights_are_state``; a
-weight fed as an input may change in place between calls) are made on the second call after a
-Variable write and kept, one per weight and as large as it, until a Variable is written
-anywhere (``hiapi.runtime.state_writes``): a ``predict`` over 10,000 rows transposes each
-weight once (a 784x128 weight in ~60 us), not once per batch (``_Site`` says why not at the
-first call). They live outside the memory plan, as a BLAS library's packed panels do.
+weight fed as an input may change in place between calls) are kept, one per weight and as
+large as it, until a Variable is written anywhere (``hiapi.runtime.state_writes``), and then
+made again only if the weight's fingerprint changed: a ``predict`` over 10,000 rows transposes
+each weight at most once (a 784x128 weight in 60-150 us), not once per batch. They live outside
+the memory plan, as a BLAS library's packed panels do.
 """
 import threading
 import weakref
@@ -28,7 +30,7 @@ from hiapi.backends.numba_backend.spin_workers import SpinWorkers
 from hiapi.backends.dense_chain_layers import hidden_blocks, workspace_bytes
 from hiapi.backends.numpy_backend import backend as numpy_backend
 
-MAX_ROWS = 64
+MIN_ROWS, MAX_ROWS = 4, 64
 
 workers = SpinWorkers(K.chain_job, K.serve)
 
@@ -69,46 +71,30 @@ transposed = TransposedWeights()
 
 class _Site:
     """What one call site (a compiled step's node, known by its output buffer) keeps between
-    batches: the descriptor of its chain with every address but the input's filled in.
-
-    After a Variable write the site transposes the weights again at once if the copies it
-    made last time served more than the call that made them (a ``predict`` over many batches,
-    called again and again); if they did not (one ``predict(x[None])`` between train steps, a
-    reinforcement-learning loop), the first call after a write runs layer by layer and the
-    copies are made only when a second call comes with no write between: transposing a
-    1024x1024 weight takes longer than such a call's whole forward. Waiting for the second
-    call every time cost each 20-batch ``predict`` 0.4 ms (1.6x per batch). Called without a
-    workspace (outside an executor), the site keeps its own for the hidden layers."""
+    batches: the descriptor of its chain with every address but the input's filled in, made
+    again after a Variable write (the transposed copies themselves are made again only if
+    the weight's fingerprint changed). Called without a workspace (outside an executor), it
+    keeps its own for the hidden layers."""
 
     def __init__(self, out, params, workspace):
         self.out = weakref.ref(out)
         self.ids = _ids(params, workspace)
-        self.writes = state_writes.count()
+        self.writes = None
         self.descriptor = None
-        self.served = 0               # calls the current copies served
-        self.reused = False           # whether the last copies served more than one call
         self.workspace = workspace if workspace is not None else np.empty(workspace_bytes(
             [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
-        _warm_up(_parts(out.shape[0]))             # its first call runs layer by layer
+        _warm_up(_parts(out.shape[0]))
 
     def descriptor_for(self, out, params, activations):
-        """The descriptor, or None where this call runs layer by layer (see above)."""
         writes = state_writes.count()
         if writes != self.writes:
-            if self.descriptor is not None:
-                self.reused = self.served > 1
-            self.writes, self.descriptor, self.served = writes, None, 0
-            if not self.reused:
-                return None
-        self.served += 1
-        if self.descriptor is None:
             weights = params[0::2]
             hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32, out)
             descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
             for w, b, act, h in zip(weights, params[1::2], activations, hidden):
                 descriptor += [transposed.of(w).ctypes.data, w.shape[1], b.ctypes.data,
                                K.ACTIVATIONS[act], h.ctypes.data]
-            self.descriptor = np.array(descriptor, np.int64)
+            self.descriptor, self.writes = np.array(descriptor, np.int64), writes
         return self.descriptor
 
 
@@ -116,10 +102,10 @@ _warmed = []
 
 
 def _warm_up(parts):
-    """The first site in a process loads the kernels from numba's cache on a thread of its
-    own (and starts the helpers, which load their loop), while its first call runs layer by
-    layer: loaded at the first fast call instead, 0.06-0.24 s fell inside the thread tuner's
-    first probe and the user's first ``predict``."""
+    """The first site in a process starts the helpers (each loads its loop from numba's
+    cache as it starts) and loads the other kernels on a thread of its own, so that the
+    loads overlap: one after the other inside the first call, 0.06-0.24 s fell inside the
+    thread tuner's first probe."""
     workers.prepare(parts)
     if not _warmed:
         _warmed.append(threading.Thread(target=_load_kernels, name="hiapi-dense-chain-warm-up",
@@ -157,23 +143,18 @@ def _descriptor(out, params, activations, workspace):
         for key in [k for k, s in _sites.items() if s.out() is None]:
             del _sites[key]
         site = _sites[id(out)] = _Site(out, params, workspace)
-        return None
     return site.descriptor_for(out, params, activations)
 
 
 @backend.register("dense_chain", scratch=workspace_bytes)
 def dense_chain(out, x, *params, activations, weights_are_state=False, workspace=None):
     rows = x.shape[0]
-    if not weights_are_state or rows > MAX_ROWS or rows == 0 or out.dtype != np.float32 or \
-            not out.flags.c_contiguous:
+    if not weights_are_state or not MIN_ROWS <= rows <= MAX_ROWS or out.dtype != np.float32 \
+            or not out.flags.c_contiguous:
         numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
                                              workspace=workspace)
         return
     descriptor = _descriptor(out, params, activations, workspace)
-    if descriptor is None:
-        numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
-                                             workspace=workspace)
-        return
     x = np.ascontiguousarray(x)                  # a copy only of a strided view
     parts = _parts(rows)
     K.set_input(descriptor, x, parts)
