@@ -99,6 +99,17 @@ def dense_rows(a, wt, bias, act, c, r0, r1):
                 c[i, jj] = _activate(c[i, jj], act)
 
 
+@njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True)
+def add_bias_activate(c, bias, act):
+    """``c = act(c + bias)`` in place, one pass (the epilogue of a layer whose product BLAS
+    computed): the same arithmetic as the unfused graph's fused loop, so the same bits."""
+    relu = act == RELU
+    for i in range(c.shape[0]):
+        for j in range(c.shape[1]):
+            v = _relu_if(c[i, j] + bias[j], relu)
+            c[i, j] = _activate(v, act) if act == SIGMOID or act == TANH else v
+
+
 # The descriptor of a chain (int64): its header, then one record per layer. Addresses, not
 # arrays, so that a helper thread that never takes the GIL can be handed a new batch.
 LAYERS, ROWS, PARTS, X, X_COLUMNS = 0, 1, 2, 3, 4
