@@ -5,8 +5,8 @@ Batches of ``MIN_ROWS`` to ``MAX_ROWS`` rows run the register-blocked loops of
 ``dense_chain_kernels.py`` on transposed copies of the weights; measured on the 2-core VM
 (``benchmarks/dense_chain.py``), 2 threads, ``relu(x @ W + b)``: 32x784 @ 784x128 40 us
 (OpenBLAS + numpy 71, torch 34), 64 rows 67 us (100, 56), 32x1024 @ 1024x1024 385 us (493,
-290); at 256 rows BLAS's packed kernels win (the loops 270 us, OpenBLAS 243). So larger
-batches, fewer than 4 rows (a single sample: a GEMV, and the transposed copy would cost more
+290), 64 rows of it 1005 us (864, 622); at 256 rows of 784x128 BLAS's packed kernels win (the
+loops 270 us, OpenBLAS 243). So larger batches (``MAX_ROWS``, ``MAX_WORK``), fewer than 4 rows (a single sample: a GEMV, and the transposed copy would cost more
 than the call), float64 and weights that are not Variables run the numpy backend's kernel,
 layer by layer on the backend's ``matmul``, as the unfused graph would. Which path a call
 takes depends only on its shapes, so the same batch gives the same bits at every call.
@@ -31,6 +31,9 @@ from hiapi.backends.dense_chain_layers import hidden_blocks, workspace_bytes
 from hiapi.backends.numpy_backend import backend as numpy_backend
 
 MIN_ROWS, MAX_ROWS = 4, 64
+# rows times the largest layer's weights above which BLAS's packed GEMM wins: 32 rows of a
+# 1024x1024 layer ran 0.80-0.88x OpenBLAS's time, 64 rows 1.16x; 64 rows of 784x128, 0.58x
+MAX_WORK = 1 << 25
 
 workers = SpinWorkers(K.chain_job, K.serve)
 
@@ -153,7 +156,8 @@ def dense_chain(out, x, *params, activations, weights_are_state=False, workspace
         numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
                                              workspace=workspace)
         return
-    if not weights_are_state or not MIN_ROWS <= rows <= MAX_ROWS:
+    if not weights_are_state or not MIN_ROWS <= rows <= MAX_ROWS or \
+            rows * max(w.size for w in params[0::2]) > MAX_WORK:
         _by_layer(out, x, params, activations, workspace)
         return
     descriptor = _descriptor(out, params, activations, workspace)

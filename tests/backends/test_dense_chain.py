@@ -348,3 +348,21 @@ def test_single_samples_run_layer_by_layer(numba_backend, monkeypatch):
                                    _reference(x[:rows], [v.numpy() for v in model.weights],
                                               ("relu", "linear")), rtol=2e-5, atol=2e-5)
     assert layer_by_layer == [1, 3]
+
+
+def test_large_layers_at_64_rows_run_layer_by_layer(monkeypatch):
+    """rows x the largest weight past MAX_WORK goes to BLAS (its packed GEMM wins there)."""
+    _numba_backend()
+    from hiapi.backends.numba_backend import dense_chain as module
+    calls = []
+    original = module._by_layer
+    monkeypatch.setattr(module, "_by_layer", lambda *a: calls.append(a[1].shape) or original(*a))
+    monkeypatch.setattr(module, "MAX_WORK", 32 * 40 * 30)
+    rng = np.random.default_rng(14)
+    params = _params(rng, (40, 30, 5))
+    for rows in (32, 33):
+        x = rng.standard_normal((rows, 40)).astype(np.float32)
+        np.testing.assert_allclose(_run_kernel(x, params, ("relu", "linear")),
+                                   _reference(x, params, ("relu", "linear")), rtol=2e-5,
+                                   atol=2e-5)
+    assert calls == [(33, 40), (33, 40)]
