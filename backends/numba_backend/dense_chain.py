@@ -6,10 +6,12 @@ Batches of ``MIN_ROWS`` to ``MAX_ROWS`` rows run the register-blocked loops of
 (``benchmarks/dense_chain.py``), 2 threads, ``relu(x @ W + b)``: 32x784 @ 784x128 40 us
 (OpenBLAS + numpy 71, torch 34), 64 rows 67 us (100, 56), 32x1024 @ 1024x1024 385 us (493,
 290), 64 rows of it 1005 us (864, 622); at 256 rows of 784x128 BLAS's packed kernels win (the
-loops 270 us, OpenBLAS 243). So larger batches (``MAX_ROWS``, ``MAX_WORK``), fewer than 4 rows (a single sample: a GEMV, and the transposed copy would cost more
-than the call), float64 and weights that are not Variables run the numpy backend's kernel,
-layer by layer on the backend's ``matmul``, as the unfused graph would. Which path a call
-takes depends only on its shapes, so the same batch gives the same bits at every call.
+loops 270 us, OpenBLAS 243). So larger batches (``MAX_ROWS``, ``MAX_WORK``), fewer than 4 rows
+(a single sample: a GEMV, and the transposed copy would cost more than the call), and weights
+that are not Variables or not in C order run layer by layer: the backend's ``matmul``, then
+the bias and activation in one numba pass, as the unfused graph would (float64, the numpy
+backend's kernel). Which path a call takes depends only on its shapes and layouts, so the
+same batch gives the same bits at every call.
 
 The transposed copies (of Variables only: the pass says so with ``weights_are_state``; a
 weight fed as an input may change in place between calls) are kept, one per weight and as
@@ -86,11 +88,16 @@ class _Site:
         self.descriptor = None
         self.workspace = workspace if workspace is not None else np.empty(workspace_bytes(
             [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
-        _warm_up(_parts(out.shape[0]))
+        # the descriptor gives the biases' addresses: a bias must be one run of floats
+        self.served = all(p.flags.c_contiguous and p.dtype == np.float32 for p in params)
+        if self.served:
+            _warm_up(_parts(out.shape[0]))
 
     def descriptor_for(self, out, params, activations):
+        """The descriptor, or None where this site's weights cannot be served (not float32
+        in C order: a Variable set to a transposed view)."""
         writes = state_writes.count()
-        if writes != self.writes:
+        if self.served and writes != self.writes:
             weights = params[0::2]
             hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32, out)
             descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
@@ -161,6 +168,9 @@ def dense_chain(out, x, *params, activations, weights_are_state=False, workspace
         _by_layer(out, x, params, activations, workspace)
         return
     descriptor = _descriptor(out, params, activations, workspace)
+    if descriptor is None:
+        _by_layer(out, x, params, activations, workspace)
+        return
     x = np.ascontiguousarray(x)                  # a copy only of a strided view
     parts = _parts(rows)
     K.set_input(descriptor, x, parts)

@@ -366,3 +366,15 @@ def test_large_layers_at_64_rows_run_layer_by_layer(monkeypatch):
                                    _reference(x, params, ("relu", "linear")), rtol=2e-5,
                                    atol=2e-5)
     assert calls == [(33, 40), (33, 40)]
+
+
+def test_weights_not_in_c_order_run_layer_by_layer():
+    """A Variable may be set to a strided view; the descriptor's addresses assume C order, so
+    such a chain runs layer by layer, with the right values."""
+    rng = np.random.default_rng(15)
+    params = _params(rng, (10, 6, 3))
+    params[1] = np.repeat(params[1], 2)[::2]               # a bias that is a strided view
+    params[2] = np.asfortranarray(params[2])
+    x = rng.standard_normal((16, 10)).astype(np.float32)
+    np.testing.assert_allclose(_run_kernel(x, params, ("relu", "linear")),
+                               _reference(x, params, ("relu", "linear")), rtol=2e-5, atol=2e-5)
