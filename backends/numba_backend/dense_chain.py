@@ -81,21 +81,25 @@ class _Site:
     the weight's fingerprint changed). Called without a workspace (outside an executor), it
     keeps its own for the hidden layers."""
 
-    def __init__(self, out, params, workspace):
+    def __init__(self, out, params, weights_are_state, workspace):
+        rows = out.shape[0]
         self.out = weakref.ref(out)
         self.ids = _ids(params, workspace)
         self.writes = None
         self.descriptor = None
         self.workspace = workspace if workspace is not None else np.empty(workspace_bytes(
             [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
-        # the descriptor gives the biases' addresses: a bias must be one run of floats
-        self.served = all(p.flags.c_contiguous and p.dtype == np.float32 for p in params)
+        # decided once: the shapes and buffers are the site's for as long as it lives (the
+        # descriptor gives the biases' bare addresses: each must be one run of floats)
+        self.served = weights_are_state and MIN_ROWS <= rows <= MAX_ROWS and \
+            rows * max(w.size for w in params[0::2]) <= MAX_WORK and \
+            all(p.flags.c_contiguous and p.dtype == np.float32 for p in params)
         if self.served:
-            _warm_up(_parts(out.shape[0]))
+            _warm_up(_parts(rows))
 
     def descriptor_for(self, out, params, activations):
-        """The descriptor, or None where this site's weights cannot be served (not float32
-        in C order: a Variable set to a transposed view)."""
+        """The descriptor, or None where this site runs layer by layer (too few or too many
+        rows, weights that are not Variables, or not float32 in C order)."""
         writes = state_writes.count()
         if self.served and writes != self.writes:
             weights = params[0::2]
@@ -141,38 +145,33 @@ def _parts(rows):
 
 
 def _ids(params, workspace):
-    return (id(workspace),) + tuple(id(p) for p in params)
+    return (id(workspace),) + tuple(map(id, params))
 
 
 _sites = {}
 
 
-def _descriptor(out, params, activations, workspace):
+def _descriptor(out, params, activations, weights_are_state, workspace):
     site = _sites.get(id(out))
     if site is None or site.out() is not out or site.ids != _ids(params, workspace):
         for key in [k for k, s in _sites.items() if s.out() is None]:
             del _sites[key]
-        site = _sites[id(out)] = _Site(out, params, workspace)
+        site = _sites[id(out)] = _Site(out, params, weights_are_state, workspace)
     return site.descriptor_for(out, params, activations)
 
 
 @backend.register("dense_chain", scratch=workspace_bytes)
 def dense_chain(out, x, *params, activations, weights_are_state=False, workspace=None):
-    rows = x.shape[0]
     if out.dtype != np.float32 or not out.flags.c_contiguous:
         numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
                                              workspace=workspace)
         return
-    if not weights_are_state or not MIN_ROWS <= rows <= MAX_ROWS or \
-            rows * max(w.size for w in params[0::2]) > MAX_WORK:
-        _by_layer(out, x, params, activations, workspace)
-        return
-    descriptor = _descriptor(out, params, activations, workspace)
+    descriptor = _descriptor(out, params, activations, weights_are_state, workspace)
     if descriptor is None:
         _by_layer(out, x, params, activations, workspace)
         return
     x = np.ascontiguousarray(x)                  # a copy only of a strided view
-    parts = _parts(rows)
+    parts = _parts(x.shape[0])
     K.set_input(descriptor, x, parts)
     workers.run(descriptor, parts)
 
