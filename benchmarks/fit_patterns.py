@@ -9,8 +9,8 @@ pays again for work that only had to be done once (the thread tuner's probing, i
 Models: ``mlp`` the issue's MLP 784-1024-1024-10 at batch 256 with SGD momentum 0.9; ``small``
 Keras's default ``batch_size=32`` with a 784-128-10 MLP and Adam (per-step Python costs show).
 Epochs are 20 batches (``small``: 100). Patterns, each timed after three ``train_on_batch``
-calls and one ``evaluate`` and ``predict`` of two batches (numba compiles and loads its kernels;
-torch warms up alike):
+calls and one ``evaluate`` and ``predict`` of two batches (numba compiles and loads its kernels
+and starts its helper threads; torch warms up alike):
 
     long        one ``fit(epochs=6)``
     repeated    ``fit(epochs=1)`` six times in a row (custom schedules, notebooks)
@@ -73,8 +73,8 @@ def hiapi_runner(spec, backend):
     batches = [(x[i:i + b], y[i:i + b]) for i in range(0, len(x), b)]
     for _ in range(WARMUP):
         model.train_on_batch(*batches[0])
-    # two batches each: numba's dense chain runs its first call after a write layer by layer
-    # and loads its kernels at the second (docs/performance.md)
+    # two batches each: numba's dense chain loads its kernels and starts its helper threads
+    # at its first call, so that the timed calls all find them warm (docs/performance.md)
     model.evaluate(x[:2 * b], y[:2 * b], batch_size=b, verbose=0)
     model.predict(x[:2 * b], batch_size=b, verbose=0)
     fit = dict(batch_size=b, verbose=0)
