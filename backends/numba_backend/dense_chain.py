@@ -87,6 +87,7 @@ class _Site:
         self.ids = _ids(params, workspace)
         self.writes = None
         self.descriptor = None
+        self.copies = []              # the transposed copies the descriptor points to
         self.workspace = workspace if workspace is not None else np.empty(workspace_bytes(
             [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
         # decided once: the shapes and buffers are the site's for as long as it lives (the
@@ -103,12 +104,15 @@ class _Site:
         writes = state_writes.count()
         if self.served and writes != self.writes:
             weights = params[0::2]
-            hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32, out)
-            descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
-            for w, b, act, h in zip(weights, params[1::2], activations, hidden):
-                descriptor += [transposed.of(w).ctypes.data, w.shape[1], b.ctypes.data,
-                               K.ACTIVATIONS[act], h.ctypes.data]
-            self.descriptor, self.writes = np.array(descriptor, np.int64), writes
+            copies = [transposed.of(w) for w in weights]       # remade in place if changed
+            if self.descriptor is None or any(a is not b for a, b in zip(copies, self.copies)):
+                hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32, out)
+                descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
+                for wt, w, b, act, h in zip(copies, weights, params[1::2], activations, hidden):
+                    descriptor += [wt.ctypes.data, w.shape[1], b.ctypes.data,
+                                   K.ACTIVATIONS[act], h.ctypes.data]
+                self.descriptor = np.array(descriptor, np.int64)
+            self.copies, self.writes = copies, writes
         return self.descriptor
 
 
