@@ -3,8 +3,9 @@ activation kernels, so the values are those of the unfused graph. ``register(bac
 to a backend's registry (numpy and cupy; numba inherits numpy's).
 
 Only the numba backend asks for the rewrite that builds this op (``Backend.rewrites``); this
-kernel is the reference its fast path is tested against, the path it takes for batches its
-loops do not serve (float64, more than 64 rows), and what runs the op anywhere else.
+kernel is the reference its fast path is tested against and what runs the op anywhere else.
+numba's own layer-by-layer path (the batches its loops do not serve) is ``by_layer`` with a
+one-pass epilogue of its own.
 """
 import numpy as np
 
@@ -35,19 +36,32 @@ def workspace_bytes(shapes, dtypes, attrs):
     return hidden_offsets(shapes[0][0], shapes[2::2], np.dtype(dtypes[0]).itemsize)[1]
 
 
+def new_workspace(backend, out, params):
+    """A workspace of its own, for a call made outside an executor (which plans one)."""
+    return backend.empty((workspace_bytes([out.shape, None] + [p.shape for p in params],
+                                          [out.dtype], {}),), np.uint8)
+
+
+def by_layer(backend, out, x, params, activations, workspace, epilogue):
+    """Each layer: the backend's ``matmul`` into its block, then ``epilogue(h, bias, act)``
+    (the bias and activation, in place)."""
+    if workspace is None:
+        workspace = new_workspace(backend, out, params)
+    weights, a = params[0::2], x
+    for w, b, act, h in zip(weights, params[1::2], activations,
+                            hidden_blocks(workspace, x.shape[0], weights, out.dtype, out)):
+        backend.kernels["matmul"](h, a, w)
+        epilogue(h, b, act)
+        a = h
+
+
 def register(backend):
+    def kernel_epilogue(h, bias, act):
+        backend.kernels["add"](h, h, bias)
+        if act != "linear":
+            backend.kernels[act](h, h if act in IN_PLACE else h.copy())
+
     @backend.register("dense_chain", scratch=workspace_bytes)
     def dense_chain(out, x, *params, activations, workspace=None, **_):
-        weights = params[0::2]
-        if workspace is None:
-            workspace = backend.empty((workspace_bytes(
-                [out.shape, x.shape] + [p.shape for p in params], [out.dtype], {}),), np.uint8)
-        kernels, a = backend.kernels, x
-        for w, b, act, h in zip(weights, params[1::2], activations,
-                                hidden_blocks(workspace, x.shape[0], weights, out.dtype, out)):
-            kernels["matmul"](h, a, w)
-            kernels["add"](h, h, b)
-            if act != "linear":
-                kernels[act](h, h if act in IN_PLACE else h.copy())
-            a = h
+        by_layer(backend, out, x, params, activations, workspace, kernel_epilogue)
     return dense_chain

@@ -29,7 +29,8 @@ from hiapi.runtime import state_writes, threads
 from hiapi.backends.numba_backend import dense_chain_kernels as K
 from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numba_backend.spin_workers import SpinWorkers
-from hiapi.backends.dense_chain_layers import hidden_blocks, workspace_bytes
+from hiapi.backends.dense_chain_layers import (by_layer, hidden_blocks, new_workspace,
+                                               workspace_bytes)
 from hiapi.backends.numpy_backend import backend as numpy_backend
 
 MIN_ROWS, MAX_ROWS = 4, 64
@@ -88,8 +89,8 @@ class _Site:
         self.writes = None
         self.descriptor = None
         self.copies = []              # the transposed copies the descriptor points to
-        self.workspace = workspace if workspace is not None else np.empty(workspace_bytes(
-            [out.shape, None] + [p.shape for p in params], [out.dtype], {}), np.uint8)
+        self.workspace = workspace if workspace is not None else \
+            new_workspace(backend, out, params)
         # decided once: the shapes and buffers are the site's for as long as it lives (the
         # descriptor gives the biases' bare addresses: each must be one run of floats)
         self.served = weights_are_state and MIN_ROWS <= rows <= MAX_ROWS and \
@@ -107,11 +108,7 @@ class _Site:
             copies = [transposed.of(w) for w in weights]       # remade in place if changed
             if self.descriptor is None or any(a is not b for a, b in zip(copies, self.copies)):
                 hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32, out)
-                descriptor = [len(activations), out.shape[0], 1, 0, weights[0].shape[0]]
-                for wt, w, b, act, h in zip(copies, weights, params[1::2], activations, hidden):
-                    descriptor += [wt.ctypes.data, w.shape[1], b.ctypes.data,
-                                   K.ACTIVATIONS[act], h.ctypes.data]
-                self.descriptor = np.array(descriptor, np.int64)
+                self.descriptor = _chain_descriptor(copies, params[1::2], activations, hidden)
             self.copies, self.writes = copies, writes
         return self.descriptor
 
@@ -136,10 +133,20 @@ def _load_kernels():
     wt, out = np.empty((4, 4), np.float32), np.empty((4, 4), np.float32)
     K.transpose_into(w, wt)
     K.fingerprint(w)
-    descriptor = np.array([1, 4, 1, 0, 4, wt.ctypes.data, 4, b.ctypes.data, 0, out.ctypes.data],
-                          np.int64)
+    descriptor = _chain_descriptor([wt], [b], ["linear"], [out])
     K.set_input(descriptor, x, 1)
     K.chain_job(descriptor, 0)
+
+
+def _chain_descriptor(transposed_weights, biases, activations, outputs):
+    """The int64 descriptor ``chain_job`` reads (``dense_chain_kernels.py``): the header (the
+    input's address and the number of parts are set per call), then each layer's record."""
+    wt0 = transposed_weights[0]
+    descriptor = [len(activations), outputs[0].shape[0], 1, 0, wt0.shape[1]]
+    for wt, b, act, h in zip(transposed_weights, biases, activations, outputs):
+        descriptor += [wt.ctypes.data, wt.shape[0], b.ctypes.data, K.ACTIVATIONS[act],
+                       h.ctypes.data]
+    return np.array(descriptor, np.int64)
 
 
 def _parts(rows):
@@ -185,13 +192,5 @@ def _by_layer(out, x, params, activations, workspace):
     adapts), then the bias and activation in one numba pass, as the unfused graph's fused
     loop did (numpy's two passes made the 784-1024-1024-10 MLP's batch-256 predict 5 %
     slower)."""
-    if workspace is None:
-        workspace = np.empty(workspace_bytes([out.shape, None] + [p.shape for p in params],
-                                             [out.dtype], {}), np.uint8)
-    weights, a = params[0::2], x
-    for w, b, act, h in zip(weights, params[1::2], activations,
-                            hidden_blocks(workspace, x.shape[0], weights, np.float32, out)):
-        backend.kernels["matmul"](h, a, w)
-        K.add_bias_activate(h, b, K.ACTIVATIONS[act])
-        a = h
-
+    by_layer(backend, out, x, params, activations, workspace,
+             lambda h, bias, act: K.add_bias_activate(h, bias, K.ACTIVATIONS[act]))

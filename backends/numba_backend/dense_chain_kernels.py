@@ -11,14 +11,14 @@ threads split the batch by rows. The split falls on multiples of 4 and only the 
 ``M % 4`` rows take the tail loop, so every row takes the same path, and gets the same bits,
 whatever the number of threads.
 
-``fastmath`` allows reassociation and contraction only: NaN and infinity still propagate as
-in numpy (``nnan``/``ninf`` would let LLVM assume they never occur).
+``fastmath`` allows reassociation, contraction, approximate functions and reciprocals, and
+ignores the sign of zero, but not ``nnan``/``ninf``: NaN and infinity still propagate as in
+numpy (with those LLVM could assume they never occur).
 """
 import numpy as np
 from numba import carray, njit, types
-from numba.extending import intrinsic
 
-from hiapi.backends.numba_backend.spin_workers import job_done, next_job
+from hiapi.backends.numba_backend.spin_workers import job_done, next_job, pointer_at
 
 FASTMATH = {"reassoc", "contract", "nsz", "arcp", "afn"}
 
@@ -117,12 +117,7 @@ HEADER, RECORD = 5, 5
 WT, COLUMNS, BIAS, ACTIVATION, OUT = 0, 1, 2, 3, 4
 
 
-@intrinsic
-def _float32_at(typingctx, address):
-    """The address (an int64) as a float32 pointer, for ``numba.carray``."""
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.float32)))
-    return types.CPointer(types.float32)(types.int64), codegen
+_float32_at = pointer_at(types.float32)
 
 
 @njit(nogil=True, boundscheck=False, cache=True)
@@ -185,8 +180,6 @@ def transpose_into(w, wt):
                     wt[n, k] = w[k, n]
 
 
-
-
 @njit(nogil=True, boundscheck=False, cache=True)
 def _mixed_sum(words):
     h = np.uint64(0)
@@ -201,7 +194,7 @@ def _mixed_sum(words):
 
 def fingerprint(w):
     """A 64-bit hash of a float32 array's bits: each 8-byte word mixed with its position by a
-    bijective multiply-xorshift (splitmix64's finaliser) and the results added, so changing
+    bijective multiply-xorshift (after SplitMix64's) and the results added, so changing
     one word always changes it and several changes cancel with probability ~2^-64; an odd
     last element counts as a word of its own. 784x128 float32 in ~18 us, where comparing
     with the transposed copy (a strided read) took 130-160 us."""

@@ -51,12 +51,20 @@ def fence(typingctx):
     return types.void(), codegen
 
 
-@intrinsic
-def _int64_at(typingctx, address):
-    """The address (an int64) as an int64 pointer, for ``numba.carray``."""
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int64)))
-    return types.CPointer(types.int64)(types.int64), codegen
+def pointer_at(item):
+    """An intrinsic that reads an address (an int64) as a pointer to ``item`` (a numba type),
+    for ``numba.carray``: how a job finds the arrays its descriptor names."""
+    pointer = types.CPointer(item)
+
+    @intrinsic
+    def at(typingctx, address):
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(pointer))
+        return pointer(types.int64), codegen
+    return at
+
+
+_int64_at = pointer_at(types.int64)
 
 
 @intrinsic

@@ -14,6 +14,8 @@ PIPELINE = (("dead_code", dead_code.run), ("cse", cse.run),
             ("gemm_accumulate", gemm_accumulate.run), ("dense_chain", dense_chain.run),
             ("fusion", fusion.run))
 NAMES = tuple(name for name, _ in PIPELINE)
+# passes that read something of the backend: the keyword each takes (``optimize``'s argument)
+BACKEND_OPTIONS = {"float32_kernels": "float32_ops", "dense_chain": "rewrites"}
 
 
 def optimize(roots, enabled=None, float32_ops=frozenset(), rewrites=frozenset()):
@@ -22,13 +24,13 @@ def optimize(roots, enabled=None, float32_ops=frozenset(), rewrites=frozenset())
     ``rewrites``: the optional passes the backend asks for (``Backend.rewrites``: a pass that
     builds an op only some backends run fast, such as ``dense_chain``, runs only for them)."""
     enabled = environment.passes(NAMES) if enabled is None else set(enabled)
+    options = {"float32_ops": float32_ops, "rewrites": rewrites}
     stats = {"input": count_ops(roots)}
     for name, run in PIPELINE:
         if name in enabled:
-            if name == "float32_kernels":
-                run = partial(run, float32_ops=float32_ops)
-            elif name == "dense_chain":
-                run = partial(run, rewrites=rewrites)
+            if name in BACKEND_OPTIONS:
+                option = BACKEND_OPTIONS[name]
+                run = partial(run, **{option: options[option]})
             roots = run(roots)
             stats[name] = count_ops(roots)
     return roots, stats

@@ -123,6 +123,8 @@ def run(roots, rewrites=frozenset()):
         chain_of[out] = (x, params + (w, b), acts + (act,))
     if not chain_of:
         return roots
+    # rewrite()'s walk, but a chain's replacement reads its input x, which is not an input of
+    # the node it replaces, so the map of new nodes is kept here
     new = {}
     for var in order:
         if var in chain_of:
@@ -130,6 +132,6 @@ def run(roots, rewrites=frozenset()):
             inputs = [new[x]] + [new[p] for p in params]
             new[var] = DenseChain(acts, weights_are_state=True)(*inputs, name=var.name)
         else:
-            new[var] = with_inputs(var, tuple(new.get(i, i) for i in var.inputs))
+            new[var] = with_inputs(var, tuple(new[i] for i in var.inputs))
     return [new[r] for r in roots]
 
