@@ -43,7 +43,8 @@ workers = SpinWorkers(K.chain_job, K.serve)
 
 class TransposedWeights:
     """``of(w)``: ``w.T`` as a C-contiguous copy. After a Variable write (``predict`` and
-    ``evaluate`` count as one as they start, so that an in-place edit is seen) the weight's
+    ``evaluate`` count as one as they start once a weight's array was handed out, so that an
+    in-place edit is seen: ``hiapi/runtime/state_writes.py``) the weight's
     fingerprint is taken again (``dense_chain_kernels.fingerprint``, ~18 us for 784x128):
     only if it changed is the copy made again. Transposing costs 130-160 us there, and a copy
     written by this thread is then read from this core's cache by the helpers (another

@@ -81,12 +81,17 @@ class Variable:
     @property
     def value(self):
         """Keras's ``variable.value``: inside a layer's ``call`` (or a traced step) the graph
-        value at that point of the step; elsewhere the backend array (``storage``)."""
-        return tracing.current_value(self) if tracing.in_trace() else self.storage
+        value at that point of the step; elsewhere the backend array (``storage``), itself:
+        an in-place edit of it is seen by the next ``predict`` or ``evaluate``."""
+        if tracing.in_trace():
+            return tracing.current_value(self)
+        state_writes.hand_out()
+        return self.storage
 
     @value.setter
     def value(self, array):
-        self.storage = array
+        self.storage = array        # on the CPU backends the caller's array itself
+        state_writes.hand_out()
 
     def numpy(self):
         return get_backend().to_numpy(self.storage).copy()

@@ -365,7 +365,7 @@ class Trainer(StepMethods):
         test = self._step("test", *source.first)
         compiled = self._tracker(test)
         compiled.reset()
-        state_writes.note()         # weights edited in place since the last call are seen
+        state_writes.note_edits()   # weights edited in place since the last call are seen
         hooks.on_test_begin()
         source.on_epoch_begin()
         ran, logs_wanted = 0, hooks.logs_wanted("on_test_batch_end")
@@ -396,7 +396,7 @@ class Trainer(StepMethods):
         source = get_adapter(self, x, batch_size=data.check_batch_size(batch_size), plan=LOCAL,
                              steps=steps, what="predict", targets=False)
         predict = self._step("predict", source.first[0])
-        state_writes.note()         # weights edited in place since the last call are seen
+        state_writes.note_edits()   # weights edited in place since the last call are seen
         hooks = CallbackList(callbacks or [], self, {"steps": source.steps, "verbose": verbose})
         hooks.on_predict_begin()
         source.on_epoch_begin()
@@ -448,7 +448,7 @@ class Trainer(StepMethods):
 
     def predict_on_batch(self, x: InputData) -> Predictions:
         xs, _, _ = self._prepare(x)
-        state_writes.note()
+        state_writes.note_edits()
         outputs = self._step("predict", xs)(*xs)
         return self._as_output_structure(list(outputs))
 

@@ -301,9 +301,12 @@ def test_predict_equals_the_unfused_graph(numba_backend, monkeypatch):
 
 
 def test_weights_are_transposed_again_only_when_they_changed(numba_backend, monkeypatch):
-    """predict and evaluate count as writes when they start (an in-place edit is seen), but a
-    weight whose fingerprint did not change keeps its copy; a train step changes them all."""
+    """Once a weight's array was handed out, predict and evaluate count as writes when they
+    start (an in-place edit is seen), but a weight whose fingerprint did not change keeps its
+    copy; a train step changes them all."""
     from hiapi.backends.numba_backend import dense_chain as module
+    from hiapi.runtime import state_writes
+    monkeypatch.setattr(state_writes, "_handed_out", True)
     made = []
     original = module.K.transpose_into
     monkeypatch.setattr(module.K, "transpose_into", lambda w, t: made.append(w.shape) or
@@ -319,6 +322,37 @@ def test_weights_are_transposed_again_only_when_they_changed(numba_backend, monk
     model.train_on_batch(x[:32], y[:32])
     model.predict(x, batch_size=16, verbose=0)
     assert sorted(made) == [(12, 16), (12, 16), (16, 3), (16, 3)]
+
+
+def test_predict_checks_the_weights_only_once_an_array_was_handed_out(numba_backend,
+                                                                      monkeypatch):
+    """Until a Variable's own array leaves the library (``value``), nothing can edit it in
+    place, so ``predict`` counts no write and the weights are not fingerprinted again; once
+    one has, every later call checks them, also for an array the caller kept."""
+    from hiapi.backends.numba_backend import dense_chain as module
+    from hiapi.runtime import state_writes
+    monkeypatch.setattr(state_writes, "_handed_out", False)
+    prints = []
+    original = module.K.fingerprint
+    monkeypatch.setattr(module.K, "fingerprint", lambda w: prints.append(w.shape) or
+                        original(w))
+    hiapi.utils.set_random_seed(3)
+    model = _mlp(units=(16,))
+    x = np.random.default_rng(11).standard_normal((64, 12)).astype(np.float32)
+    first = model.predict(x, batch_size=16, verbose=0)
+    model.get_weights()                                  # copies: nothing handed out
+    made, writes = len(prints), state_writes.count()
+    for _ in range(3):
+        np.testing.assert_array_equal(model.predict(x, batch_size=16, verbose=0), first)
+        np.testing.assert_array_equal(model.predict_on_batch(x[:16]), first[:16])
+    assert (len(prints), state_writes.count()) == (made, writes)
+    kernel = model.layers[0].kernel.value                # handed out, kept by the caller
+    model.predict(x, batch_size=16, verbose=0)
+    assert len(prints) == made + 2 and state_writes.count() == writes + 1
+    kernel *= 0.5                                        # edited in place later
+    w = [v.numpy() for v in model.weights]
+    np.testing.assert_allclose(model.predict(x, batch_size=16, verbose=0),
+                               _reference(x, w, ("relu", "linear")), rtol=1e-4, atol=1e-5)
 
 
 def test_the_same_batch_gives_the_same_bits_at_every_call(numba_backend):
