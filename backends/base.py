@@ -21,7 +21,8 @@ class Backend:
     roofline_gemm_size, roofline_copy_mb = 1024, 256
     # ops whose kernels run on float32 copies of 16-bit inputs (graph/passes/float32_kernels.py)
     float32_ops: frozenset = frozenset()
-    # optional graph rewrites this backend asks for (``hiapi.graph.passes``: ``dense_chain``)
+    # optional graph rewrites this backend asks for (``hiapi.graph.passes``: ``dense_chain``,
+    # ``classification_totals``)
     rewrites: frozenset = frozenset()
 
     def __init__(self):

@@ -19,7 +19,9 @@ from hiapi.backends.cupy_backend import kernels  # noqa: E402,F401  (registers t
 from hiapi.backends.cupy_backend import nn_kernels  # noqa: E402,F401
 from hiapi.backends.cupy_backend import conv_kernels  # noqa: E402,F401
 from hiapi.backends.cupy_backend import fused  # noqa: E402,F401
+from hiapi.backends import classification_totals  # noqa: E402
 from hiapi.backends import dense_chain_layers, image_kernels  # noqa: E402
 
 image_kernels.register(backend)      # image resampling, sin, cos: shared with numpy
 dense_chain_layers.register(backend)     # a dense chain layer by layer: shared with numpy
+classification_totals.register(backend)  # a classifier's step totals, op by op: shared with numpy

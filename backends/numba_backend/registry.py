@@ -7,6 +7,8 @@ from hiapi.backends.numpy_backend import backend as numpy_backend
 backend = Backend()
 backend.name = "numba"
 backend.float32_ops = numpy_backend.float32_ops     # numba has no 16-bit arithmetic either
-backend.rewrites = frozenset({"dense_chain"})     # its kernel: numba_backend/dense_chain.py
+# the optional passes whose ops it runs fast: numba_backend/dense_chain.py and
+# numba_backend/classification_totals.py
+backend.rewrites = frozenset({"dense_chain", "classification_totals"})
 backend.kernels.update(numpy_backend.kernels)
 backend.scratch.update(numpy_backend.scratch)

@@ -26,6 +26,7 @@ from hiapi.graph import Function, grad, ops, placeholder
 from hiapi.graph.ops.array import ConcatPiece
 from hiapi.graph.ops.custom_gradient import CustomGradient
 from hiapi.graph.ops.nn import IntegralIndices
+from hiapi.graph.passes.classification_totals import ArgmaxHits, SparseCrossEntropyTotal
 from hiapi.graph.passes.dense_chain import DenseChain
 from hiapi.graph.ops.sort import argsort
 from hiapi.graph.ops.reduce import SumLike
@@ -204,6 +205,10 @@ CASES = [
      [f32(6, 5, low=-20.0, high=20.0), soft_labels(6, 5)], ELEMENTWISE),
     ("sparse_softmax_cross_entropy", ops.sparse_softmax_cross_entropy,
      [f32(6, 5, low=-20.0, high=20.0), RNG.integers(0, 5, 6)], ELEMENTWISE),
+    ("sparse_cross_entropy_total", lambda z, y: SparseCrossEntropyTotal()(z, y),
+     [f32(6, 5, low=-20.0, high=20.0), RNG.integers(0, 5, 6)], ELEMENTWISE),
+    ("argmax_hits", lambda s, y: ArgmaxHits("int64")(s, y), [distinct(6, 5),
+                                                            RNG.integers(0, 5, 6)], EXACT),
     ("one_hot", lambda i: ops.one_hot(i, 7, "float32"), [RNG.integers(0, 7, (3, 4))], EXACT),
     ("gather_scatter_add", ops.gather, [f32(10, 3), RNG.integers(0, 10, (4, 5))],
      ELEMENTWISE),

@@ -4,18 +4,21 @@ wrong result can be bisected to a pass."""
 from functools import partial
 
 from hiapi.runtime import environment
-from hiapi.graph.passes import (constant_folding, cse, dead_code, dense_chain, float32_kernels,
-                                fusion, gemm_accumulate, simplify)
+from hiapi.graph.passes import (classification_totals, constant_folding, cse, dead_code,
+                                dense_chain, float32_kernels, fusion, gemm_accumulate,
+                                simplify)
 from hiapi.graph.passes.rewrite import count_ops
 
 PIPELINE = (("dead_code", dead_code.run), ("cse", cse.run),
             ("constant_folding", constant_folding.run), ("simplify", simplify.run),
             ("float32_kernels", float32_kernels.run),
-            ("gemm_accumulate", gemm_accumulate.run), ("dense_chain", dense_chain.run),
-            ("fusion", fusion.run))
+            ("gemm_accumulate", gemm_accumulate.run),
+            ("classification_totals", classification_totals.run),
+            ("dense_chain", dense_chain.run), ("fusion", fusion.run))
 NAMES = tuple(name for name, _ in PIPELINE)
 # passes that read something of the backend: the keyword each takes (``optimize``'s argument)
-BACKEND_OPTIONS = {"float32_kernels": "float32_ops", "dense_chain": "rewrites"}
+BACKEND_OPTIONS = {"float32_kernels": "float32_ops", "dense_chain": "rewrites",
+                   "classification_totals": "rewrites"}
 
 
 def optimize(roots, enabled=None, float32_ops=frozenset(), rewrites=frozenset()):
