@@ -63,7 +63,7 @@ class Function:
                              f"got {len(arrays)}")
         backend = get_backend()
         fed = [self._coerce(var, array, backend) for var, array in zip(self.inputs, arrays)]
-        executable = self.executable(tuple(tuple(a.shape) for a in fed))
+        executable = self.executable(tuple(a.shape for a in fed))    # shapes are tuples
         tuner = executable.tuner
         if tuner is None or not thread_tuner.adapting():
             results = executable.run(fed)

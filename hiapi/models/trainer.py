@@ -400,12 +400,13 @@ class Trainer(StepMethods):
         hooks = CallbackList(callbacks or [], self, {"steps": source.steps, "verbose": verbose})
         hooks.on_predict_begin()
         source.on_epoch_begin()
-        chunks = []
+        chunks, logs_wanted = [], hooks.logs_wanted("on_predict_batch_end")
         with contextlib.closing(source.epoch()) as batches:
             for step, (feed, _, _) in enumerate(batches):
                 hooks.on_predict_batch_begin(step)
                 chunks.append(predict(*feed))
-                hooks.on_predict_batch_end(step, {"outputs": _single(chunks[-1])})
+                hooks.on_predict_batch_end(step, {"outputs": _single(chunks[-1])}
+                                           if logs_wanted(step) else {})
         source.on_epoch_end()
         hooks.on_predict_end()
         if not chunks:       # no samples: run the empty batch for each output's (0, ...) shape
