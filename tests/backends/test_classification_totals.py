@@ -156,6 +156,22 @@ def test_pass_matches_the_loss_and_the_accuracy():
     assert pass_module.run(roots) is roots                     # a backend that did not ask
 
 
+def test_the_count_of_a_softmax_reads_its_logits():
+    """argmax(softmax(z)) is argmax(z): the softmax that only the accuracy read goes; an order
+    that is not kept (a per-row value minus the scores) stops the walk."""
+    z, y = placeholder((None, 5), "float32"), placeholder((None,), "int64")
+    hits = ops.sum(ops.cast(ops.equal(ops.argmax(ops.softmax(z), -1), y), "float32"))
+    rewritten = pass_module.run([hits], rewrites=REWRITES)
+    assert _names(rewritten) == ["placeholder", "placeholder", "argmax_hits"]
+    assert rewritten[0].inputs[0] is z
+    flipped = ops.max(z, -1, keepdims=True) - z                # the order reversed
+    hits = ops.sum(ops.cast(ops.equal(ops.argmax(ops.exp(flipped), -1), y), "float32"))
+    assert pass_module.run([hits], rewrites=REWRITES)[0].inputs[0] is not z
+    shifted = z + placeholder((None, 5), "float32")            # not one value per row
+    hits = ops.sum(ops.cast(ops.equal(ops.argmax(shifted, -1), y), "float32"))
+    assert pass_module.run([hits], rewrites=REWRITES)[0].inputs[0].op.name == "add"
+
+
 def test_pass_leaves_values_that_are_read_elsewhere():
     z, y, (rows, top), hits, roots = _head()
     kept = _names(pass_module.run(roots + [rows, hits], rewrites=REWRITES))   # outputs
@@ -186,19 +202,22 @@ def test_rewritten_head_runs_with_the_unfused_values(numba_backend, monkeypatch)
     assert got[1:] == expected[1:]
 
 
-def _classifier(loss):
+def _classifier(loss, activation):
     hiapi.utils.set_random_seed(5)
     model = hiapi.Sequential([hiapi.Input(shape=(12,)), layers.Dense(16, activation="relu"),
-                              layers.Dense(4)])
+                              layers.Dense(4, activation=activation)])
     model.compile(optimizer="adam", loss=loss, metrics=["accuracy"])
     return model
 
 
-@pytest.mark.parametrize("loss,built", [
-    (hiapi.losses.SparseCategoricalCrossentropy(from_logits=True),
+@pytest.mark.parametrize("loss,activation,built", [
+    (hiapi.losses.SparseCategoricalCrossentropy(from_logits=True), None,
      {"sparse_cross_entropy_total", "argmax_hits"}),
-    ("sparse_categorical_crossentropy", {"argmax_hits"})])     # a loss of probabilities
-def test_fit_and_evaluate_give_the_unfused_numbers(numba_backend, monkeypatch, loss, built):
+    ("sparse_categorical_crossentropy", "softmax",        # the loss takes the logits
+     {"sparse_cross_entropy_total", "argmax_hits"}),
+    ("sparse_categorical_crossentropy", "sigmoid", {"argmax_hits"})])  # a loss of scores
+def test_fit_and_evaluate_give_the_unfused_numbers(numba_backend, monkeypatch, loss,
+                                                   activation, built):
     """The train and test steps of a compiled classifier take the rewrite; the losses,
     accuracies and weights of a fit and an evaluate are those without it (to float32
     rounding of the loss's sum)."""
@@ -207,7 +226,7 @@ def test_fit_and_evaluate_give_the_unfused_numbers(numba_backend, monkeypatch, l
     results = []
     for passes in ("all", "-classification_totals"):
         monkeypatch.setenv("HIAPI_PASSES", passes)
-        model = _classifier(loss)
+        model = _classifier(loss, activation)
         history = model.fit(x, y, batch_size=32, epochs=2, verbose=0).history
         scores = model.evaluate(x, y, batch_size=32, verbose=0)
         names = set()

@@ -12,7 +12,13 @@ Matched, over all axes of a ``sum`` (no ``keepdims``):
 
 - ``sum(sparse_softmax_cross_entropy(logits, labels))`` -> ``sparse_cross_entropy_total``;
 - ``sum(cast*(equal(argmax(scores, -1), labels)))`` (either operand order, any number of
-  casts, the labels integers of the argmax's shape) -> ``argmax_hits``.
+  casts, the labels integers of the argmax's shape) -> ``argmax_hits``. Where ``scores`` is a
+  softmax (``exp(s - log(sum(exp(s))))`` with ``s = z - max(z)``, as ``ops.softmax`` builds
+  it), the count reads the logits ``z``: a row's largest probability is at its largest logit,
+  since ``exp`` and subtracting one value per row keep the order; so the softmax that only the
+  accuracy read (a ``softmax`` output whose loss takes its logits) is not computed at all.
+  Only values rounded to the same float can tell the two apart, and there either index is as
+  right as the other (numpy and numba already round ``exp`` differently).
 
 Every value replaced must feed only the next node of its pattern, or ops that read nothing of
 it but its shape (``size``, the ``like`` of ``broadcast_like``: the mean's count and the loss
@@ -26,7 +32,7 @@ import numpy as np
 
 from hiapi.graph.op import Op
 from hiapi.graph.op_namespace import ops as O
-from hiapi.graph.ops.elementwise import Cast, Equal
+from hiapi.graph.ops.elementwise import Add, Cast, Equal, Exp, Subtract
 from hiapi.graph.ops.nn import SparseSoftmaxCrossEntropy
 from hiapi.graph.ops.reduce import ArgMax, BroadcastLike, Size, Sum
 from hiapi.graph.passes.rewrite import with_inputs
@@ -106,8 +112,31 @@ class _Match:
             if isinstance(top.op, ArgMax) and top.op.axis == top.inputs[0].ndim - 1 and \
                     labels.dtype.kind in "iu" and labels.shape == top.shape == node.shape and \
                     top not in self.roots and not top.recompute and self.users[top] == [node]:
-                return top.inputs[0], labels, absorbed + [top]
+                return _order_source(top.inputs[0]), labels, absorbed + [top]
         return None
+
+
+def _order_source(var):
+    """What ``argmax(var, -1)`` equals ``argmax(.., -1)`` of: through ``exp``, casts between
+    floats, and adding or subtracting one value per row (a softmax's maximum and log-sum)."""
+    while True:
+        op, inputs = var.op, var.inputs
+        if isinstance(op, Exp) or (isinstance(op, Cast) and var.dtype.kind == "f" and
+                                    inputs[0].dtype.kind == "f"):
+            var = inputs[0]
+        elif isinstance(op, (Add, Subtract)) and inputs[0].shape == var.shape and \
+                _per_row(inputs[1], var):
+            var = inputs[0]
+        elif isinstance(op, Add) and inputs[1].shape == var.shape and _per_row(inputs[0], var):
+            var = inputs[1]
+        else:
+            return var
+
+
+def _per_row(operand, var):
+    """Whether ``operand`` is one value per row of ``var`` (shape ``(..., 1)``), or one in all."""
+    return var.ndim >= 1 and (operand.shape == var.shape[:-1] + (1,) or
+                              all(d == 1 for d in operand.shape))
 
 
 def _full_sum(var):
