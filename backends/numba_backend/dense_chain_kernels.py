@@ -31,8 +31,8 @@ def _relu_if(v, relu):
     return np.float32(0) if relu and v < 0 else v      # NaN stays NaN, as np.maximum(v, 0)
 
 
-@njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True)
-def _activate(v, act):
+@njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True, error_model="numpy")
+def _activate(v, act):      # numpy's error model: no divide-by-zero check in the sigmoid
     if act == SIGMOID:
         if v >= 0:
             return np.float32(1) / (np.float32(1) + np.exp(-v))

@@ -208,3 +208,21 @@ def test_a_node_called_with_a_new_input_of_another_dtype_reuses_its_loop(numba_b
         fused._rebound = original
     assert any(c is not None for c in calls)          # labels changed, the loop was kept
     assert any(c is None for c in calls)              # scores changed too: the full path
+
+
+def test_a_loop_divides_by_zero_as_numpy_does(numba_backend):
+    """inf and NaN from a division by zero (and 0 to a negative power), as the numpy backend
+    gives them: numba's default error model raised ZeroDivisionError out of the step."""
+    x, y = placeholder((None, 4), "float32"), placeholder((None, 4), "float32")
+    built = [ops.exp(x) / (y * 2.0), ops.power(y, -1.0), (x - x) / y]
+    values = [np.ones((2, 4), np.float32),
+              np.array([[0, 1, -2, 0], [3, 0, -5, 4]], np.float32)]
+    f = Function([x, y], built)
+    got = f(*values)
+    executable = next(iter(f._executables.values()))
+    assert "fused_elementwise" in [v.op.name for v in executable.order]
+    hiapi.backends.set_backend("numpy")
+    expected = Function([x, y], built)(*values)
+    assert np.isinf(got[0]).any() and np.isinf(got[1]).any() and np.isnan(got[2]).any()
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-6, equal_nan=True)
