@@ -25,6 +25,7 @@ from hiapi.backends.numba_backend.registry import backend  # noqa: E402
 # overrides of the numpy kernels
 from hiapi.backends.numba_backend import conv, fused, gather, image, pooling  # noqa: E402,F401
 from hiapi.backends.numba_backend import cross_entropy, leading_sum, one_hot  # noqa: E402,F401
+from hiapi.backends.numba_backend import row_max  # noqa: E402,F401
 from hiapi.backends.numba_backend import classification_totals, dense_chain  # noqa: E402,F401
 from hiapi.backends.numba_backend import winograd  # noqa: E402,F401  (after conv: in front of it)
 
