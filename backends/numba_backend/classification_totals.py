@@ -3,13 +3,14 @@ each over the rows: the batch's summed cross-entropy, and how many rows' argmax 
 
 Why: the ops they replace are six kernel calls whose dispatch costs 1.5-4 us apiece on a batch of
 32 rows, where the arithmetic is well under one (docs/performance.md). Each row's cross-entropy
-is the per-row kernel's (``cross_entropy._rows``: same steps, same dtype), added in float64;
+is the per-row kernel's (``cross_entropy.row_loss``: same steps, same dtype), added in float64;
 a bad label falls back to the op-by-op kernels, which raise the per-row kernel's message.
 Arrays these loops do not take (a 16-bit float, a strided or empty batch) run op by op too.
 """
 import numpy as np
 from numba import njit
 
+from hiapi.backends.numba_backend.cross_entropy import row_loss
 from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend import backend as numpy_backend
 
@@ -26,13 +27,7 @@ def _cross_entropy_total(logits, labels):
         label = labels[r]
         if label < 0 or label >= depth:
             return total, r
-        top = logits[r, 0]
-        for c in range(1, depth):
-            top = max(top, logits[r, c])
-        exps = logits.dtype.type(0)
-        for c in range(depth):
-            exps += np.exp(logits[r, c] - top)
-        total += np.log(exps) - (logits[r, label] - top)
+        total += row_loss(logits, r, label)
     return total, -1
 
 

@@ -13,6 +13,20 @@ from hiapi.backends.numba_backend.registry import backend
 from hiapi.backends.numpy_backend import backend as numpy_backend
 
 
+@njit(cache=True, inline="always")
+def row_loss(logits, r, label):
+    """``logsumexp(logits[r]) - logits[r, label]`` in the logits' dtype (also the
+    classification totals' per-row term, ``classification_totals.py``)."""
+    depth = logits.shape[1]
+    top = logits[r, 0]
+    for c in range(1, depth):
+        top = max(top, logits[r, c])
+    total = logits.dtype.type(0)
+    for c in range(depth):
+        total += np.exp(logits[r, c] - top)
+    return np.log(total) - (logits[r, label] - top)
+
+
 @njit(cache=True)
 def _rows(logits, labels, out):
     """``out[r] = logsumexp(logits[r]) - logits[r, labels[r]]``; the position of the first
@@ -22,13 +36,7 @@ def _rows(logits, labels, out):
         label = labels[r]
         if label < 0 or label >= depth:
             return r
-        top = logits[r, 0]
-        for c in range(1, depth):
-            top = max(top, logits[r, c])
-        total = logits.dtype.type(0)
-        for c in range(depth):
-            total += np.exp(logits[r, c] - top)
-        out[r] = np.log(total) - (logits[r, label] - top)
+        out[r] = row_loss(logits, r, label)
     return -1
 
 

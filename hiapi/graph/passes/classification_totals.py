@@ -26,7 +26,6 @@ gradient's broadcast); those then read the labels, which have the same shape. So
 matches too: its backward pass computes its own softmax and never reads the per-row losses.
 Runs before ``dense_chain`` and ``fusion`` (which would take the casts).
 """
-from collections import defaultdict
 
 import numpy as np
 
@@ -35,8 +34,7 @@ from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.ops.elementwise import Add, Cast, Equal, Exp, Subtract
 from hiapi.graph.ops.nn import SparseSoftmaxCrossEntropy
 from hiapi.graph.ops.reduce import ArgMax, BroadcastLike, Size, Sum
-from hiapi.graph.passes.rewrite import with_inputs
-from hiapi.graph.schedule import topological_order
+from hiapi.graph.passes.rewrite import order_and_users, with_inputs
 
 
 class SparseCrossEntropyTotal(Op):
@@ -147,11 +145,7 @@ def _full_sum(var):
 def run(roots, rewrites=frozenset()):
     if "classification_totals" not in rewrites:
         return roots
-    order = topological_order(roots)
-    users = defaultdict(list)
-    for var in order:
-        for i in var.inputs:
-            users[i].append(var)
+    order, users = order_and_users(roots)
     match = _Match(users, set(roots))
     replaced, shape_of = {}, {}    # sum -> (op, scores, labels); vanished value -> its labels
     for var in order:

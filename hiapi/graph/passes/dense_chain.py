@@ -14,7 +14,6 @@ graphs match: in a train step every weight also feeds its update (and activation
 backward pass). A layer joins the chain before it when its input is that chain's output and
 nothing else reads it. Runs before ``fusion`` (which would take the bias and activation).
 """
-from collections import defaultdict
 
 import numpy as np
 
@@ -23,8 +22,7 @@ from hiapi.graph.op_namespace import ops as O
 from hiapi.graph.ops.elementwise import Add, Relu, Sigmoid, Tanh
 from hiapi.graph.ops.linalg import MatMul
 from hiapi.graph.ops.sources import Read
-from hiapi.graph.passes.rewrite import with_inputs
-from hiapi.graph.schedule import topological_order
+from hiapi.graph.passes.rewrite import order_and_users, with_inputs
 
 ACTIVATIONS = {Relu: "relu", Sigmoid: "sigmoid", Tanh: "tanh"}
 
@@ -106,11 +104,7 @@ def _only_user(var, users, roots):
 def run(roots, rewrites=frozenset()):
     if "dense_chain" not in rewrites:
         return roots
-    order = topological_order(roots)
-    users = defaultdict(list)
-    for var in order:
-        for i in var.inputs:
-            users[i].append(var)
+    order, users = order_and_users(roots)
     root_set = set(roots)
     chain_of = {}        # a layer's output -> (x, params, activations) of the chain ending there
     for var in order:

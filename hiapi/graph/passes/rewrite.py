@@ -5,6 +5,8 @@ inputs)`` gets a node and its already-rewritten inputs and returns the node's re
 node itself when nothing changes). Unchanged subgraphs keep their Vars, so a pass that does
 nothing returns the very same graph.
 """
+from collections import defaultdict
+
 from hiapi.graph.schedule import topological_order
 from hiapi.graph.var import Var
 
@@ -24,6 +26,17 @@ def with_inputs(var, inputs):
     copy = Var(var.op, inputs, var.shape, var.dtype, var.name)
     copy.recompute = var.recompute
     return copy
+
+
+def order_and_users(roots):
+    """The nodes the roots need, inputs first, and each node's readers (a node reading a
+    value twice is listed twice): what a pass that matches a pattern by its uses needs."""
+    order = topological_order(roots)
+    users = defaultdict(list)
+    for var in order:
+        for i in var.inputs:
+            users[i].append(var)
+    return order, users
 
 
 def count_ops(roots):
