@@ -172,6 +172,20 @@ def test_the_count_of_a_softmax_reads_its_logits():
     assert pass_module.run([hits], rewrites=REWRITES)[0].inputs[0].op.name == "add"
 
 
+def test_a_16_bit_softmax_is_counted_as_it_is():
+    """Rounded to 16 bits, neighbouring probabilities often tie, and their argmax (what Keras
+    counts) is not the logits': the count reads the 16-bit values, not the logits."""
+    y = placeholder((None,), "int64")
+    for z, scores in [(placeholder((None, 5), "float16"), None),
+                      (placeholder((None, 5), "float32"), "float16"),
+                      (placeholder((None, 5), "float32"), "bfloat16")]:
+        probabilities = ops.softmax(z) if scores is None else \
+            ops.cast(ops.softmax(z), scores)
+        hits = ops.sum(ops.cast(ops.equal(ops.argmax(probabilities, -1), y), "float32"))
+        rewritten = pass_module.run([hits], rewrites=REWRITES)[0]
+        assert rewritten.op.name == "argmax_hits" and rewritten.inputs[0] is probabilities
+
+
 def test_pass_leaves_values_that_are_read_elsewhere():
     z, y, (rows, top), hits, roots = _head()
     kept = _names(pass_module.run(roots + [rows, hits], rewrites=REWRITES))   # outputs

@@ -18,7 +18,8 @@ Matched, over all axes of a ``sum`` (no ``keepdims``):
   since ``exp`` and subtracting one value per row keep the order; so the softmax that only the
   accuracy read (a ``softmax`` output whose loss takes its logits) is not computed at all.
   Only values rounded to the same float can tell the two apart, and there either index is as
-  right as the other (numpy and numba already round ``exp`` differently).
+  right as the other (numpy and numba already round ``exp`` differently); a 16-bit softmax
+  rounds often enough to change a count, so it is counted as it is.
 
 Every value replaced must feed only the next node of its pattern, or ops that read nothing of
 it but its shape (``size``, the ``like`` of ``broadcast_like``: the mean's count and the loss
@@ -116,19 +117,28 @@ class _Match:
 
 def _order_source(var):
     """What ``argmax(var, -1)`` equals ``argmax(.., -1)`` of: through ``exp``, casts between
-    floats, and adding or subtracting one value per row (a softmax's maximum and log-sum)."""
-    while True:
+    floats, and adding or subtracting one value per row (a softmax's maximum and log-sum).
+    Only through float32 and float64 values: a 16-bit softmax rounds neighbouring
+    probabilities to the same value often enough (a mixed_bfloat16 model: one or two rows in
+    6,400) that its argmax, which Keras counts, is not the logits' one."""
+    while var.dtype in _WIDE:
         op, inputs = var.op, var.inputs
-        if isinstance(op, Exp) or (isinstance(op, Cast) and var.dtype.kind == "f" and
-                                    inputs[0].dtype.kind == "f"):
-            var = inputs[0]
+        if isinstance(op, Exp) or (isinstance(op, Cast) and inputs[0].dtype.kind == "f"):
+            source = inputs[0]
         elif isinstance(op, (Add, Subtract)) and inputs[0].shape == var.shape and \
                 _per_row(inputs[1], var):
-            var = inputs[0]
+            source = inputs[0]
         elif isinstance(op, Add) and inputs[1].shape == var.shape and _per_row(inputs[0], var):
-            var = inputs[1]
+            source = inputs[1]
         else:
-            return var
+            break
+        if source.dtype not in _WIDE:
+            break
+        var = source
+    return var
+
+
+_WIDE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _per_row(operand, var):
