@@ -121,7 +121,13 @@ def program_kernel(steps, input_dtypes, step_dtypes):
     if kernel is None:
         in_params, out_params, operation = kernel_source(steps, input_dtypes, step_dtypes)
         name = "hiapi_fused_" + hashlib.sha1(repr(key).encode()).hexdigest()[:16]
-        kernel = _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, operation, name)
+        # cupy declares its float16 class only for kernels with a float16 parameter; a float16
+        # step between float32 or float64 ones (a cast's round trip, batch normalization's
+        # statistics under mixed_float16) failed to compile without it ("incomplete type")
+        preamble = "#include <cupy/float16.cuh>" if any(
+            np.dtype(d) == np.float16 for d in (*input_dtypes, *step_dtypes)) else ""
+        kernel = _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, operation, name,
+                                                        preamble=preamble)
     return kernel
 
 
