@@ -163,13 +163,13 @@ def _ids(params, workspace):
 _sites = {}
 
 
-def _descriptor(out, params, activations, weights_are_state, workspace):
+def _site(out, params, weights_are_state, workspace):
     site = _sites.get(id(out))
     if site is None or site.out() is not out or site.ids != _ids(params, workspace):
         for key in [k for k, s in _sites.items() if s.out() is None]:
             del _sites[key]
         site = _sites[id(out)] = _Site(out, params, weights_are_state, workspace)
-    return site.descriptor_for(out, params, activations)
+    return site
 
 
 @backend.register("dense_chain", scratch=workspace_bytes)
@@ -178,9 +178,10 @@ def dense_chain(out, x, *params, activations, weights_are_state=False, workspace
         numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
                                              workspace=workspace)
         return
-    descriptor = _descriptor(out, params, activations, weights_are_state, workspace)
-    if descriptor is None:
-        _by_layer(out, x, params, activations, workspace)
+    site = _site(out, params, weights_are_state, workspace)
+    descriptor = site.descriptor_for(out, params, activations)
+    if descriptor is None:      # the site's workspace: a call outside an executor allocates none
+        _by_layer(out, x, params, activations, site.workspace)
         return
     x = np.ascontiguousarray(x)                  # a copy only of a strided view
     parts = _parts(x.shape[0])

@@ -126,21 +126,10 @@ def job_done(flags):
     return _store_then_load(flags, DONE, flags[SEEN], CALLER_ASLEEP) != 0
 
 
-# A job module writes its helpers' loop as below, with its own job (numba caches a function
-# only if the job it calls is a global, not an argument: with the job as an argument the loop
-# compiled afresh in every process, 0.3-0.5 s inside the first predict):
-#
-#     @njit(nogil=True, cache=True)
-#     def serve(flags, part, turns):
-#         """Job after job until none comes for ``turns`` yields (returns False) or the caller
-#         sleeps on the one just done (returns True)."""
-#         while True:
-#             descriptor = next_job(flags, turns)
-#             if descriptor.size == 0:
-#                 return False
-#             my_job(descriptor, part)
-#             if job_done(flags):
-#                 return True
+# A job module writes its helpers' loop over these two with its own job as a global
+# (``dense_chain_kernels.serve``): numba caches a function only if the job it calls is a global,
+# not an argument; with the job as an argument the loop compiled afresh in every process,
+# 0.3-0.5 s inside the first predict.
 
 
 def _turns(seconds):
