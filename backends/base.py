@@ -76,6 +76,12 @@ class Backend:
     def copy_into(self, dst, src):
         self.xp.copyto(dst, self.xp.asarray(src))
 
+    def step_replay(self, executable):
+        """None, or an object that may run ``executable``'s steps as one recorded program
+        (``run_steps(buffers)`` and ``commit(buffers)``, each True when it did the work): the
+        cupy backend's CUDA graphs. Host backends run the step list as it is."""
+        return None
+
     def synchronize(self):
         """Wait until every kernel queued so far has finished: a no-op where kernels run on
         the calling thread; device backends, whose kernels run asynchronously, override it so

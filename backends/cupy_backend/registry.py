@@ -5,6 +5,7 @@ package, which imports them."""
 import cupy  # fail here, with the extra to install, if cupy is missing
 
 from hiapi.backends.base import Backend
+from hiapi.backends.cupy_backend.step_graphs import StepGraphs
 
 
 def _require_device():
@@ -44,6 +45,21 @@ class DeferredChecks:
         if len(self._pending) > self.LIMIT:
             self.verify()
 
+    def mark(self):
+        """Where the pending list ends now (``take_since`` takes what was added after it)."""
+        return len(self._pending)
+
+    def take_since(self, mark):
+        """The checks added after ``mark``, removed from the pending list: what a recorded
+        step's kernels registered, re-registered with ``extend`` after each replay."""
+        taken, self._pending[mark:] = self._pending[mark:], []
+        return taken
+
+    def extend(self, checks):
+        self._pending.extend(checks)
+        if len(self._pending) > self.LIMIT:
+            self.verify()
+
     def verify(self):
         pending, self._pending = self._pending, []
         for status, describe in pending:
@@ -63,6 +79,10 @@ class CupyBackend(Backend):
     def __init__(self):
         super().__init__()
         self.checks = DeferredChecks()
+
+    def step_replay(self, executable):
+        """The step recorded as a CUDA graph and replayed (``step_graphs``), or None."""
+        return StepGraphs.for_executable(executable, self.checks)
 
     def empty(self, shape, dtype):
         return cupy.empty(shape, dtype)

@@ -59,6 +59,8 @@ class Executable:
         # slots bound to Variable storage each run: old values read, new values written in place
         self.state_slots = self.reads + self.direct_updates
         self.writes_state = bool(updates)
+        # a backend may run the steps as one recorded graph (cupy: CUDA graphs), or None
+        self.replay = backend.step_replay(self)
 
     def _direct_updates(self, update_slots):
         """``(slot, variable)`` for update values whose op can write straight into the
@@ -185,12 +187,11 @@ class Executable:
         for i, variable in self.state_slots:
             bufs[i] = variable.storage
         tracer = timeline.ACTIVE
-        if times is None and tracer is None:
-            for kernel, out, ins, attrs, view in self.steps:
-                if view:
-                    bufs[out] = self._view(kernel, out, [bufs[j] for j in ins], attrs)
-                else:
-                    kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+        replay = self.replay if times is None and tracer is None else None
+        if replay is not None and replay.run_steps(bufs):
+            pass                            # replayed as one recorded graph (a device backend)
+        elif times is None and tracer is None:
+            self.run_steps(bufs)
         elif times is None:
             self._traced_steps(bufs, tracer)
         else:
@@ -198,12 +199,24 @@ class Executable:
         results = [self.backend.to_numpy(bufs[i]).copy() for i in self.output_slots]
         if self.checks is not None:
             self.checks.verify()            # also when there are no outputs to copy back
+        if replay is None or not replay.commit(bufs):
+            self.commit(bufs)
+        return results
+
+    def run_steps(self, bufs):
+        """Every step once, in order: the plain path (and what a device backend records)."""
+        for kernel, out, ins, attrs, view in self.steps:
+            if view:
+                bufs[out] = self._view(kernel, out, [bufs[j] for j in ins], attrs)
+            else:
+                kernel(bufs[out], *[bufs[j] for j in ins], **attrs)
+
+    def commit(self, bufs):
+        """Write the update values into their Variables (after every check has passed)."""
         new_values = [(variable, bufs[i].copy() if alias else bufs[i])
                       for variable, i, alias in self.update_slots]
         for variable, value in new_values:
             self.backend.copy_into(variable.storage, value)
-        return results
-
 
     def _view(self, kernel, out, args, attrs):
         """A view step's output: the last run's view object when its inputs are the same

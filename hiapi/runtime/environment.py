@@ -76,6 +76,13 @@ def winograd():
     return _switch("HIAPI_WINOGRAD", "1")
 
 
+def cuda_graphs():
+    """Whether the cupy backend records a compiled step as a CUDA graph and replays it
+    (``hiapi/backends/cupy_backend/step_graphs.py``): ``HIAPI_CUDA_GRAPHS`` is "1" (default)
+    or "0" (every kernel launched from Python at every call, as before)."""
+    return _switch("HIAPI_CUDA_GRAPHS", "1")
+
+
 def _switch(name, default):
     """An on/off environment variable: "1" or "0" (``default`` when unset or empty)."""
     value = os.environ.get(name, default).strip() or default
