@@ -19,6 +19,7 @@ import cupy
 import cupyx
 from cupy.lib.stride_tricks import as_strided
 
+from hiapi.backends.cupy_backend import cublas_products
 from hiapi.backends.cupy_backend.registry import backend
 from hiapi.backends.numpy_backend.pool_kernels import avg_pool_kernels
 from hiapi.backends.workspace import aligned, take
@@ -116,9 +117,9 @@ def conv2d_input_grad_scratch(shapes, dtypes, attrs):
 def _matmul_into(out, a, b):
     """``out[...] = a @ b`` reshaped to ``out``; straight into ``out`` when it is contiguous."""
     if out.flags.c_contiguous:
-        cupy.matmul(a, b, out=out.reshape(a.shape[0], b.shape[1]))
+        cublas_products.matmul(a, b, out.reshape(a.shape[0], b.shape[1]))
     else:
-        out[...] = cupy.matmul(a, b).reshape(out.shape)
+        out[...] = cublas_products.product(a, b).reshape(out.shape)
 
 
 @register("conv2d", scratch=conv2d_scratch)
@@ -149,7 +150,8 @@ def conv2d_input_grad(out, g, w, input_hw, strides, padding, dilation, groups,
         wg, gg = w[..., fs], g[..., fs]
         # (N*OH*OW, F) x (F, KH*KW*Cg): every window's gradient, then added back window by tap
         cols = take(workspace, (n * oh * ow, kh * kw * wg.shape[2]), out.dtype, start, xp=cupy)
-        cupy.matmul(gg.reshape(-1, gg.shape[3]), wg.reshape(-1, wg.shape[3]).T, out=cols)
+        cublas_products.matmul(gg.reshape(-1, gg.shape[3]), wg.reshape(-1, wg.shape[3]).T,
+                               cols)
         if out.dtype in (cupy.float32, cupy.float64):
             _COL2IM(cols, out.shape[1], out.shape[2], wg.shape[2], oh, ow, kh, kw, strides[0],
                     strides[1], dilation[0], dilation[1], top, left, out[..., cs])

@@ -11,6 +11,7 @@ import cupy
 import numpy as np
 
 from hiapi.backends import array_kernels
+from hiapi.backends.cupy_backend import cublas_products
 from hiapi.backends.cupy_backend.registry import backend
 from hiapi.backends.cupy_backend.fused import run_steps
 
@@ -77,7 +78,7 @@ def sum_(out, x, axis, keepdims):
         # a sum over the leading axes (every bias gradient) as one cuBLAS product with a row
         # of ones: cupy's reduction over a tall matrix's rows took 0.3 ms where this takes ~10 us
         rows = math.prod(x.shape[:lead])
-        cupy.matmul(_ones_row(rows, x.dtype), x.reshape(rows, -1), out=out.reshape(1, -1))
+        cublas_products.matmul(_ones_row(rows, x.dtype), x.reshape(rows, -1), out.reshape(1, -1))
         return
     cupy.sum(x, axis=axis, dtype=out.dtype, keepdims=keepdims, out=out)
 
@@ -100,7 +101,7 @@ def size(out, x, axis, dtype):
 @register("matmul")
 def matmul(out, a, b):
     # cuBLAS in float32 unless CUPY_TF32=1 is set (then Tensor Cores, at ~1e-3 relative error)
-    cupy.matmul(a, b, out=out)
+    cublas_products.matmul(a, b, out)
 
 
 _AXPBY = cupy.ElementwiseKernel("T p, T c, T alpha, T beta", "T out",
@@ -111,7 +112,7 @@ _AXPBY = cupy.ElementwiseKernel("T p, T c, T alpha, T beta", "T out",
 def gemm(out, a, b, c, alpha, beta):
     # the product through a temporary, then alpha * product + beta * c in one pass; out may be
     # c's storage (each element of c is read before its own element of out is written)
-    product = cupy.matmul(a, b)
+    product = cublas_products.product(a, b)
     _AXPBY(product, c, _operand(alpha, out.dtype), _operand(beta, out.dtype), out)
 
 
