@@ -2,7 +2,9 @@
 
     python benchmarks/gpu_train_step.py     # needs a GPU, pip install -e '.[cuda13]', CUDA torch
 
-Workloads (``--workloads``): the MLP 784-1024-1024-10 at batch 256, the Keras MNIST convnet at
+hiapi runs twice: as users get it ("cupy": each step recorded as a CUDA graph at its third call
+and replayed) and with ``HIAPI_CUDA_GRAPHS=0`` ("cupy-launched": every kernel launched from
+Python). Workloads (``--workloads``): the MLP 784-1024-1024-10 at batch 256, the Keras MNIST convnet at
 batch 128 and the CIFAR CNN at batch 64 of ``benchmarks/train_step.py``, and a large model, 24 x
 Dense(4096) at batch 4096 (about 10 TFLOP a step); SGD with momentum, float32 everywhere (TF32
 off in both: cupy's GEMMs are full float32 unless CUPY_TF32=1, and torch's cuDNN convolutions
@@ -66,8 +68,9 @@ def step_flops(workload):
     return 6 * BATCH[workload] * sum(a * b for a, b in zip(widths, widths[1:]))
 
 
-def hiapi_steps(workload, policy):
+def hiapi_steps(workload, policy, graphs=True):
     os.environ["HIAPI_BACKEND"] = "cupy"
+    os.environ["HIAPI_CUDA_GRAPHS"] = "1" if graphs else "0"
     import cupy
     import hiapi
     if policy != "float32":
@@ -116,7 +119,10 @@ def torch_steps(workload, policy):
 
 
 def measure(workload, framework, policy="float32"):
-    step, memory = (torch_steps if framework == "torch" else hiapi_steps)(workload, policy)
+    if framework == "torch":
+        step, memory = torch_steps(workload, policy)
+    else:
+        step, memory = hiapi_steps(workload, policy, graphs=framework == "cupy")
     steps, warmup = (10, 3) if workload == "large" else (STEPS, WARMUP)
     for _ in range(warmup):
         step()
@@ -175,6 +181,9 @@ def main():
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="mlp,convnet,cifar,large")
+    parser.add_argument("--frameworks", default="torch,cupy,cupy-launched",
+                        help="torch; cupy (hiapi, steps replayed as CUDA graphs); "
+                             "cupy-launched (hiapi with HIAPI_CUDA_GRAPHS=0)")
     parser.add_argument("--policies", default="float32",
                         help="comma-separated: float32, mixed_float16, mixed_bfloat16 "
                              "(hiapi.mixed_precision; torch.autocast on the torch side)")
@@ -193,11 +202,12 @@ def main():
 
     peak = child("peak", "-")
     for workload, policy in [(w, p) for p in policies for w in workloads]:
-        runs = {framework: child(workload, framework, policy) for framework in ("torch", "cupy")}
+        runs = {framework: child(workload, framework, policy)
+                for framework in arguments.frameworks.split(",")}
         for framework, run in runs.items():
             run.update(workload=workload, framework=framework, policy=policy,
                        device=peak.get("device"))
-            if "error" not in run and "error" not in runs["torch"]:
+            if "error" not in run and "error" not in runs.get("torch", {"error": "not run"}):
                 run["over_torch"] = round(run["median_ms"] / runs["torch"]["median_ms"], 3)
                 run["throughput_vs_torch"] = round(1 / run["over_torch"], 3)
             work = step_flops(workload)

@@ -48,7 +48,7 @@ wants env && check env 45 "$OUT/env.log" $PY -m hiapi
 pids=()
 if wants tests; then
     check tests ${LIMIT_TESTS:-180} "$OUT/tests.log" $PY -m pytest -v -rfE -p no:cacheprovider --timeout 120 \
-        tests/backends/test_cupy_backend.py &
+        tests/backends/test_cupy_backend.py tests/backends/test_cupy_step_graphs.py &
     pids+=($!)
 fi
 if wants suite; then
