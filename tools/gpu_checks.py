@@ -107,11 +107,22 @@ def memory(args):
             lines = []
             model.memory_report(print_fn=lines.append)
             print("\n".join(lines), flush=True)
+            # three more steps: the third call records the step as a CUDA graph, whose kept
+            # inputs come from the default pool and whose temporaries from a pool of its own
+            for _ in range(3):
+                model.train_on_batch(x, y)
+            cupy.cuda.get_current_stream().synchronize()
+            replay = list(step._executables.values())[-1].replay
+            graph_pool = replay.pool.total_bytes() if replay is not None else 0  # held
+            replayed = pool.used_bytes() - before + graph_pool
             emit(check="memory", model=name, memory=mode or "default",
                  report_total_mb=round(rows["total"] / 2**20, 2),
                  activations_mb=round(rows["activations"] / 2**20, 2),
                  pool_used_mb=round(used / 2**20, 2), batch_mb=round(batch / 2**20, 2),
-                 pool_over_report=round(used / rows["total"], 3))
+                 pool_over_report=round(used / rows["total"], 3),
+                 replays=replay.replays if replay is not None else 0,
+                 graph_pool_mb=round(graph_pool / 2**20, 2),
+                 replayed_pools_over_report=round(replayed / rows["total"], 3))
             del model, step
             import gc
             gc.collect()

@@ -11,6 +11,7 @@ import cupy
 import numpy as np
 
 from hiapi.backends import array_kernels
+from hiapi.backends.workspace import take
 from hiapi.backends.cupy_backend import cublas_products
 from hiapi.backends.cupy_backend.registry import backend
 from hiapi.backends.cupy_backend.fused import run_steps
@@ -108,11 +109,23 @@ _AXPBY = cupy.ElementwiseKernel("T p, T c, T alpha, T beta", "T out",
                                 "out = alpha * p + beta * c", "hiapi_axpby")
 
 
-@register("gemm")
-def gemm(out, a, b, c, alpha, beta):
-    # the product through a temporary, then alpha * product + beta * c in one pass; out may be
-    # c's storage (each element of c is read before its own element of out is written)
-    product = cublas_products.product(a, b)
+def gemm_scratch(shapes, dtypes, attrs):
+    """The product's bytes, planned in the arena: out's (its shape and dtype, the usual case)."""
+    return math.prod(shapes[0]) * dtypes[0].itemsize
+
+
+@register("gemm", scratch=gemm_scratch)
+def gemm(out, a, b, c, alpha, beta, workspace=None):
+    # the product into the planned scratch, then alpha * product + beta * c in one pass; out
+    # may be c's storage (each element of c is read before its own element of out is written).
+    # Planned, not pooled: a recorded step (step_graphs) would otherwise keep every product in
+    # its own pool, outside memory_report (7 MiB for the MLP at batch 256)
+    if workspace is not None and a.ndim == b.ndim == 2 and a.dtype == b.dtype == out.dtype \
+            and (a.shape[0], b.shape[1]) == out.shape:
+        product = take(workspace, out.shape, out.dtype, xp=cupy)
+        cublas_products.matmul(a, b, product)
+    else:
+        product = cublas_products.product(a, b)
     _AXPBY(product, c, _operand(alpha, out.dtype), _operand(beta, out.dtype), out)
 
 
