@@ -113,7 +113,7 @@ def memory(args):
                 model.train_on_batch(x, y)
             cupy.cuda.get_current_stream().synchronize()
             replay = list(step._executables.values())[-1].replay
-            graph_pool = replay.pool.total_bytes() if replay is not None else 0  # held
+            graph_pool = replay.pool.total_bytes() if replay and replay.pool else 0  # held
             replayed = pool.used_bytes() - before + graph_pool
             emit(check="memory", model=name, memory=mode or "default",
                  report_total_mb=round(rows["total"] / 2**20, 2),

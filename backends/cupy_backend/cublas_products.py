@@ -64,11 +64,14 @@ def _library():
     return _lib
 
 
+_TF32 = os.environ.get("CUPY_TF32", "0") != "0"      # read once, at import, as cupy does
+
+
 def _compute(dtype):
     """(compute type, scalar type) as cupy's matmul chooses them."""
     if dtype == np.float64:
         return _COMPUTE_64F, ctypes.c_double
-    tf32 = dtype == np.float32 and os.environ.get("CUPY_TF32", "0") != "0"
+    tf32 = _TF32 and dtype == np.float32
     return (_COMPUTE_32F_FAST_TF32 if tf32 else _COMPUTE_32F), ctypes.c_float
 
 

@@ -53,8 +53,7 @@ class StepGraphs:
         self.inputs = {}                # input slot -> the buffer the graph reads
         self.recorded_checks = []
         self.replayed = False           # whether this call's steps were a replay
-        self.pool = cupy.cuda.MemoryPool()      # the recordings' temporaries, theirs alone
-        self.stream = cupy.cuda.Stream(non_blocking=True)   # legacy stream can't be recorded
+        self.pool = self.stream = None  # made at the first recording (most steps never record)
 
     @classmethod
     def for_executable(cls, executable, checks):
@@ -129,6 +128,9 @@ class StepGraphs:
     def _recorded(self, work):
         """``work()`` recorded on this step's stream, with its allocations from this step's
         pool: (the graph, the deferred checks its kernels registered)."""
+        if self.pool is None:
+            self.pool = cupy.cuda.MemoryPool()      # the recordings' temporaries, theirs alone
+            self.stream = cupy.cuda.Stream(non_blocking=True)  # the legacy one can't record
         mark = self.checks.mark()
         with cupy.cuda.using_allocator(self.pool.malloc), self.stream:
             self.stream.begin_capture()
