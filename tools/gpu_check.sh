@@ -77,6 +77,10 @@ wants bench && check bench ${LIMIT_BENCH:-120} "$OUT/bench.log" $PY benchmarks/g
     --policies "${POLICIES:-float32}" --workloads "${WORKLOADS:-mlp,convnet,cifar,large}"
 if wants gpu; then
     check profile 45 "$OUT/gpu.log" $PY tools/gpu_checks.py profile
+    if [[ "${POLICIES:-float32}" == *mixed_float16* ]]; then
+        check profile_float16 45 "$OUT/gpu.log" $PY tools/gpu_checks.py profile \
+            --policy mixed_float16
+    fi
     check memory 45 "$OUT/gpu.log" $PY tools/gpu_checks.py memory
 fi
 

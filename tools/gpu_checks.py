@@ -3,7 +3,7 @@
 
     python tools/gpu_checks.py train MODEL BACKEND [--epochs N] [--seed S]
     python tools/gpu_checks.py memory          # memory_report() against cupy's pool, sublinear
-    python tools/gpu_checks.py profile         # per-op roofline of a step on the GPU
+    python tools/gpu_checks.py profile [--policy mixed_float16]  # per-op roofline on the GPU
 
 ``train`` runs an example of ``examples/`` on a backend and prints its test accuracy; ``memory``
 compares what the plan says a step holds with what cupy's memory pool holds after it; ``profile``
@@ -131,6 +131,8 @@ def memory(args):
 def profile(args):
     os.environ["HIAPI_BACKEND"] = "cupy"
     import hiapi
+    if args.policy != "float32":     # where a mixed-precision step spends its time
+        hiapi.mixed_precision.set_global_policy(args.policy)
     for name, shape, build in _models():
         hiapi.utils.set_random_seed(0)
         model = build()
@@ -141,13 +143,14 @@ def profile(args):
         y = rng.integers(0, 10, shape[0])
         model.train_on_batch(x, y)
         step_ms, run_ms = _host_and_device_ms(model, x, y)
-        emit(check="step_split", model=name, train_on_batch_ms=step_ms,
+        emit(check="step_split", model=name, policy=args.policy, train_on_batch_ms=step_ms,
              executable_run_ms=run_ms, kernels=_kernel_count(model))
         lines = []
         rows = model.profile(x, y, repeats=5, print_fn=lines.append)
         print(f"== {name}\n" + "\n".join(lines), flush=True)
         for row in rows[:3]:
-            emit(check="profile", model=name, op=row["op"], ms=round(1000 * row["seconds"], 3),
+            emit(check="profile", model=name, policy=args.policy, op=row["op"],
+                 ms=round(1000 * row["seconds"], 3),
                  achieved_gflops=round(row["achieved_gflops"], 1),
                  intensity=round(row["intensity"], 2), bound=row["bound"],
                  roofline_fraction=round(row["roofline_fraction"], 3))
@@ -167,7 +170,9 @@ def main():
     t.add_argument("--epochs", type=int, default=3)
     t.add_argument("--seed", type=int, default=1)
     sub.add_parser("memory")
-    sub.add_parser("profile")
+    p = sub.add_parser("profile")
+    p.add_argument("--policy", default="float32",
+                   help="a hiapi.mixed_precision policy for the profiled models")
     args = parser.parse_args()
     {"train": train, "memory": memory, "profile": profile}[args.command](args)
 
