@@ -111,6 +111,29 @@ def test_the_gpu_collectives_switch_is_checked(monkeypatch):
         gpu_collectives()
 
 
+def test_the_cuda_graphs_switch_is_checked(monkeypatch):
+    from hiapi.runtime import environment
+    monkeypatch.delenv("HIAPI_CUDA_GRAPHS", raising=False)
+    assert environment.cuda_graphs()                # recorded steps are the default
+    monkeypatch.setenv("HIAPI_CUDA_GRAPHS", "0")
+    assert not environment.cuda_graphs()
+    monkeypatch.setenv("HIAPI_CUDA_GRAPHS", "yes")
+    with pytest.raises(ValueError, match="HIAPI_CUDA_GRAPHS must be '1' or '0', got 'yes'"):
+        environment.cuda_graphs()
+
+
+def test_host_backends_run_the_step_list_unrecorded(restore_backend):
+    """Only a device backend records steps (``Backend.step_replay``); on the CPU backends the
+    executor's own loop runs every step."""
+    for name in ("numpy", "numba"):
+        backends.set_backend(name)
+        x = placeholder((None, 3))
+        f = Function([x], ops.sum(x * 2.0))
+        assert float(f(np.ones((2, 3), np.float32))) == 12.0
+        executable, = f._executables.values()
+        assert executable.backend.name == name and executable.replay is None
+
+
 @needs_gpu
 def test_gradient_compression_on_cupy_is_refused_with_the_reason(restore_backend):
     from hiapi.distribute import Strategy
