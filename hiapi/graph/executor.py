@@ -187,11 +187,11 @@ class Executable:
         for i, variable in self.state_slots:
             bufs[i] = variable.storage
         tracer = timeline.ACTIVE
+        # a device backend may replay the steps as one recorded graph (not while timed)
         replay = self.replay if times is None and tracer is None else None
-        if replay is not None and replay.run_steps(bufs):
-            pass                            # replayed as one recorded graph (a device backend)
-        elif times is None and tracer is None:
-            self.run_steps(bufs)
+        if times is None and tracer is None:
+            if replay is None or not replay.run_steps(bufs):
+                self.run_steps(bufs)
         elif times is None:
             self._traced_steps(bufs, tracer)
         else:
@@ -225,8 +225,7 @@ class Executable:
         path); a new view object at every run sent each fused loop that reads one (a
         softmax's gradient, through ``expand_dims``) down the full path: 19 us against 3."""
         last = self.views.get(out)
-        if last is not None and len(args) == len(last[0]) and \
-                all(map(operator.is_, args, last[0])):
+        if last is not None and all(map(operator.is_, args, last[0])):
             return last[1]
         view = kernel(*args, **attrs)
         # kept only if it is memory of an input (a reshape that had to copy is a snapshot) and
