@@ -45,6 +45,9 @@ class Function:
         self._executables = {}
         self._optimized = None
         self.pass_stats = None
+        # (backend, (type, shape, dtype) per input, executable) of the last call: a batch of
+        # the same kind is the backend's own array already, checked, with a known executable
+        self._last = None
 
     def _check_update(self, variable, value):
         value = as_var(value, variable.dtype)
@@ -62,8 +65,13 @@ class Function:
             raise ValueError(f"Function {self.name!r} takes {len(self.inputs)} inputs, "
                              f"got {len(arrays)}")
         backend = get_backend()
-        fed = [self._coerce(var, array, backend) for var, array in zip(self.inputs, arrays)]
-        executable = self.executable(tuple(a.shape for a in fed))    # shapes are tuples
+        last = self._last
+        if last is not None and last[0] is backend and all(map(_same_kind, arrays, last[1])):
+            fed, executable = arrays, last[2]       # the last call's arrays' kind: checked then
+        else:
+            fed = [self._coerce(var, array, backend) for var, array in zip(self.inputs, arrays)]
+            executable = self.executable(tuple(a.shape for a in fed))    # shapes are tuples
+            self._last = (backend, [(type(a), a.shape, a.dtype) for a in fed], executable)
         tuner = executable.tuner
         if tuner is None or not thread_tuner.adapting():
             results = executable.run(fed)
@@ -129,6 +137,12 @@ class Function:
             raise ValueError(f"Function {self.name!r}: {name} expects shape "
                              f"{_fmt(declared)}, got an array of shape {array.shape}")
         return backend.asarray(array, dtype=var.dtype)
+
+
+def _same_kind(array, kind):
+    """Whether ``array`` is of the type, shape and dtype in ``kind`` (so ``_coerce`` would
+    return it as it is): a loop's batches skip the checks and the executable's lookup."""
+    return type(array) is kind[0] and array.shape == kind[1] and array.dtype == kind[2]
 
 
 def _fmt(shape):

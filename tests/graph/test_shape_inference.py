@@ -183,6 +183,22 @@ def test_function_rejects_wrong_shape_naming_expected_and_got():
         f(np.ones((2, 3)), np.ones((2, 3)))
 
 
+def test_a_call_like_the_last_skips_no_check_a_different_one_needs():
+    """A batch of the last call's type, shape and dtype goes straight to its executable;
+    any other is converted and checked as before (a dtype, a list, a wrong shape)."""
+    x = placeholder((None, 3), name="features")
+    f = Function([x], x * 2.0, name="double")
+    np.testing.assert_array_equal(f(np.ones((2, 3), np.float32)), np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(f(np.full((2, 3), 3.0)), np.full((2, 3), 6.0))   # float64
+    out = f([[1.0, 2.0, 3.0]] * 2)                                                  # a list
+    assert out.dtype == np.float32 and out.tolist() == [[2.0, 4.0, 6.0]] * 2
+    with pytest.raises(ValueError, match=r"expects shape \(None, 3\), got an array of "
+                                         r"shape \(2, 4\)"):
+        f(np.ones((2, 4), np.float32))
+    np.testing.assert_array_equal(f(np.ones((5, 3), np.float32)), np.full((5, 3), 2.0))
+    assert len(f._executables) == 2
+
+
 def test_batch_sizes_that_clash_at_compile_time():
     a, b = batch(3), batch(3)
     f = Function([a, b], a + b)
