@@ -75,7 +75,7 @@ class CallbackList:
                 args = args + ({},)
             for method in methods:
                 method(*args)
-        self.__dict__[hook] = call
+        self.__dict__[hook] = call if methods else _ignore     # no callback: a bare call
         return call
 
     def logs_wanted(self, hook):
@@ -88,6 +88,10 @@ class CallbackList:
         if not all(_overrides(callback, "reads_batch_logs") for callback in readers):
             return _always
         return lambda batch: any(callback.reads_batch_logs(hook, batch) for callback in readers)
+
+
+def _ignore(*args):
+    pass
 
 
 def _never(batch):

@@ -196,10 +196,11 @@ class Executable:
             self._traced_steps(bufs, tracer)
         else:
             self._timed_steps(bufs, times)
-        results = [self.backend.to_numpy(bufs[i]).copy() for i in self.output_slots]
+        to_numpy = self.backend.to_numpy
+        results = [to_numpy(bufs[i]).copy() for i in self.output_slots]
         if self.checks is not None:
             self.checks.verify()            # also when there are no outputs to copy back
-        if replay is None or not replay.commit(bufs):
+        if self.update_slots and (replay is None or not replay.commit(bufs)):
             self.commit(bufs)
         return results
 
