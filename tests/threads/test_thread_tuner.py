@@ -169,7 +169,7 @@ def _tuners(model, kind):
 
 def test_what_a_step_learnt_outlives_the_fit_call(ticking):
     """Six short fits probe once, not six times; evaluate and predict have their own steps,
-    which start from the count the train step chose."""
+    which start from the count the train step chose and do not probe in a short call."""
     model, x, y = _mlp()
     for _ in range(6):
         model.fit(x, y, batch_size=8, epochs=1, verbose=0)
@@ -179,7 +179,32 @@ def test_what_a_step_learnt_outlives_the_fit_call(ticking):
     model.predict(x, batch_size=8, verbose=0)
     for kind in ("test", "predict"):
         (tuner,) = _tuners(model, kind)
-        assert tuner.choice == 1 and tuner.probes == 1
+        assert tuner.choice == 1 and tuner.probes == 0 and ticking.current == 1
+
+
+def test_a_step_that_started_from_another_s_choice_probes_when_that_costs_one_percent(machine):
+    first = StepTuner()
+    machine.run(first, 1 + probe_steps(3))
+    assert first.choice == 1
+    second = StepTuner()
+    machine.run(second, 1 + thread_tuner.RECENT)
+    expected_cost = machine.costs[1] * 2 * probe_steps(1)       # 2 other counts, one step more
+    assert second.probes == 0 and second.cost == pytest.approx(expected_cost)
+    due = int(expected_cost / thread_tuner.PROBE_SHARE / machine.costs[1])
+    machine.run(second, due - thread_tuner.RECENT - 1)
+    assert second.probes == 0 and not second.plan and set(machine.used[-due:]) == {1}
+    machine.run(second, 1 + probe_steps(3))
+    assert second.probes == 1 and second.choice == 1
+
+
+def test_a_step_that_started_from_another_s_choice_follows_a_change_of_load(machine):
+    first = StepTuner()
+    machine.run(first, 1 + probe_steps(3))
+    second = StepTuner()
+    machine.run(second, 1 + thread_tuner.RECENT)
+    machine.costs = {4: 0.002, 2: 0.005, 1: 0.012}     # 1 thread now 4x slower
+    machine.run(second, 100)
+    assert second.probes == 1 and second.choice == 4
 
 
 def test_fit_runs_with_the_tuner_and_ends_on_a_candidate():
