@@ -62,6 +62,7 @@ GAP_SECONDS = 10.0        # step time between scheduled probes; doubles while th
 MAX_GAP_SECONDS = 160.0
 PROBE_SHARE = 0.01        # a scheduled probe costs at most this share of the time since the last
 DRIFT_SHARE = 0.10        # and one on a change of step time this share (a flickering load)
+FIRST_PROBE_SECONDS = 1.0  # a step started from another's count probes after this much at most
 
 
 def typical(times):
@@ -172,11 +173,13 @@ class StepTuner:
 
     def _probe_due(self):
         """The scheduled probe: after ``gap`` of step time and 1/PROBE_SHARE times what the
-        last probe cost; a step that started from another's choice and never probed, as soon
-        as its own time since is 1/PROBE_SHARE times what a probe is estimated to cost (every
-        step at another count one step's time more)."""
+        last probe cost. A step that started from another's choice and never probed: as soon
+        as its own time is 1/PROBE_SHARE times what a probe is estimated to cost (every step
+        at another count one step's time more), or FIRST_PROBE_SECONDS, whichever is first
+        (another step's count may not suit this one: a heavier step, say, after a
+        single-sample ``predict``; this bounds how long it runs with it)."""
         if not self.probes:
-            return self.since >= self.cost / PROBE_SHARE
+            return self.since >= min(self.cost / PROBE_SHARE, FIRST_PROBE_SECONDS)
         return self.since >= max(self.gap, self.cost / PROBE_SHARE)
 
     def _drifted(self):

@@ -183,6 +183,7 @@ def test_what_a_step_learnt_outlives_the_fit_call(ticking):
 
 
 def test_a_step_that_started_from_another_s_choice_probes_when_that_costs_one_percent(machine):
+    """Or after FIRST_PROBE_SECONDS of its own time, whichever comes first."""
     first = StepTuner()
     machine.run(first, 1 + probe_steps(3))
     assert first.choice == 1
@@ -190,7 +191,8 @@ def test_a_step_that_started_from_another_s_choice_probes_when_that_costs_one_pe
     machine.run(second, 1 + thread_tuner.RECENT)
     expected_cost = machine.costs[1] * 2 * probe_steps(1)       # 2 other counts, one step more
     assert second.probes == 0 and second.cost == pytest.approx(expected_cost)
-    due = int(expected_cost / thread_tuner.PROBE_SHARE / machine.costs[1])
+    due = int(min(expected_cost / thread_tuner.PROBE_SHARE, thread_tuner.FIRST_PROBE_SECONDS)
+              / machine.costs[1])
     machine.run(second, due - thread_tuner.RECENT - 1)
     assert second.probes == 0 and not second.plan and set(machine.used[-due:]) == {1}
     machine.run(second, 1 + probe_steps(3))
@@ -253,3 +255,17 @@ def test_time_slices_do_not_hide_the_faster_count(monkeypatch):
 def test_time_slices_do_not_trigger_probes(monkeypatch, costs):
     _, tuner = _sliced(monkeypatch, costs)
     assert tuner.probes < 4            # 3000 steps of ~0.01 s: the first and the scheduled
+
+
+def test_a_cheap_step_that_started_from_another_s_choice_probes_after_one_percent(monkeypatch):
+    """50 us steps: the estimate (9 steps more) makes the first probe due after 900 steps,
+    45 ms, well before FIRST_PROBE_SECONDS."""
+    fake = _fake(monkeypatch, Machine({2: 50e-6, 1: 90e-6}), 2)
+    first = StepTuner()
+    fake.run(first, 1 + probe_steps(2))
+    assert first.choice == 2
+    second = StepTuner()
+    fake.run(second, 1 + 890)
+    assert second.probes == 0 and 1 not in fake.used[-890:]
+    fake.run(second, 20 + probe_steps(2))
+    assert second.probes == 1 and second.choice == 2
