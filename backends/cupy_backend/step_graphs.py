@@ -83,13 +83,12 @@ class StepGraphs:
         return True
 
     def commit(self, bufs):
-        """The updates' copies as one launch, after the checks passed; False: not replayed."""
+        """The updates' copies as one launch, after the checks passed; False: not replayed.
+        The executor calls it only for a step with updates."""
         if not self.replayed:
             return False
         self.replayed = False
         if self.commit_graph is None:
-            if not self.executable.update_slots:
-                return True
             try:
                 self.commit_graph = self._recorded(lambda: self.executable.commit(bufs))[0]
             except Exception as error:      # noqa: BLE001 (cupy raises several types here)

@@ -186,10 +186,10 @@ class Executable:
                 bufs[i] = array
         for i, variable in self.state_slots:
             bufs[i] = variable.storage
-        tracer = timeline.ACTIVE
-        # a device backend may replay the steps as one recorded graph (not while timed)
-        replay = self.replay if times is None and tracer is None else None
+        tracer, replay = timeline.ACTIVE, None
         if times is None and tracer is None:
+            # a device backend may replay the steps as one recorded graph (not while timed)
+            replay = self.replay
             if replay is None or not replay.run_steps(bufs):
                 self.run_steps(bufs)
         elif times is None:
