@@ -44,6 +44,7 @@ registers that with ``when_adapting``; OpenBLAS's own threads would split it dif
 and 2 threads, and a seeded run's weights would follow the timing). This floor knows no step
 and no kernel: ``hiapi.graph.Function`` calls ``begin`` and ``end`` around the steps it runs.
 """
+import math
 import time
 from collections import deque
 from statistics import fmean      # of a handful of floats: no numpy array per step
@@ -134,7 +135,7 @@ class StepTuner:
     def __init__(self):
         self.options = candidates(threads.budget().threads)
         # A count another step's probe chose measured the load already: start from it and
-        # probe when that costs PROBE_SHARE of this step's own time (``_probe_due``); only the
+        # probe when that costs PROBE_SHARE of this step's own time (``_settle``); only the
         # process's first step probes at once (each new step probed at its second call: 17
         # steps, 8 on one thread, inside a 20-batch ``predict``, 9 % of its time, issue #29)
         self.inherited = _last_choice in self.options
@@ -142,7 +143,7 @@ class StepTuner:
         self.countdown = 1                  # the first call compiles and warms up: not timed
         self.gap = GAP_SECONDS
         self.plan, self.times = [], {}
-        self.reference, self.recent = None, deque(maxlen=RECENT)
+        self.reference, self.recent, self.total = None, deque(maxlen=RECENT), 0.0
         self.since, self.cost, self.probes = 0.0, 0.0, 0
 
     def begin(self):
@@ -161,40 +162,53 @@ class StepTuner:
                 self._start_probe()
             return
         self.since += elapsed
-        self.recent.append(elapsed)
+        recent = self.recent                # the last RECENT step times, and their sum
+        if len(recent) == RECENT:
+            self.total -= recent[0]
+        recent.append(elapsed)
+        self.total += elapsed
         if self.reference is None:
-            if len(self.recent) == RECENT:
-                self.reference = fmean(self.recent)
-                if not self.probes:         # what a first probe would cost, from this step's time
-                    self.cost = self.reference * (len(self.options) - 1) * TURNS * \
-                        (1 + TURN_STEPS)
-        elif self._probe_due() or self._drifted():
+            if len(recent) == RECENT:
+                self._settle()
+        elif self.since >= self.due or (self.since >= self.drift_from and
+                                        not self.low <= self.total <= self.high):
             self._start_probe()
 
-    def _probe_due(self):
-        """The scheduled probe: after ``gap`` of step time and 1/PROBE_SHARE times what the
-        last probe cost. A step that started from another's choice and never probed: as soon
-        as its own time is 1/PROBE_SHARE times what a probe is estimated to cost (every step
-        at another count one step's time more), or FIRST_PROBE_SECONDS, whichever is first
-        (another step's count may not suit this one: a heavier step, say, after a
-        single-sample ``predict``; this bounds how long it runs with it)."""
-        if not self.probes:
-            return self.since >= min(self.cost / PROBE_SHARE, FIRST_PROBE_SECONDS)
-        return self.since >= max(self.gap, self.cost / PROBE_SHARE)
+    def _settle(self):
+        """The reference (the mean of the first RECENT calls since the last probe) and the
+        thresholds the calls from now on are compared with, so that a call in steady state
+        adds and compares only (the mean of the last 16 at every call was 0.3 of the tuner's
+        0.7 us a call).
 
-    def _drifted(self):
-        if len(self.recent) < RECENT or self.since < self.cost / DRIFT_SHARE:
-            return False
-        ratio = fmean(self.recent) / self.reference
-        return ratio > DRIFT or ratio < 1 / DRIFT
+        Drift: the sum of the last RECENT times twice or half the reference's, once the time
+        since is 1/DRIFT_SHARE times what the last probe cost. The scheduled probe: after
+        ``gap`` of step time and 1/PROBE_SHARE times what the last probe cost. A step that
+        started from another's choice and never probed: as soon as its own time is
+        1/PROBE_SHARE times what a probe is estimated to cost (every step at another count
+        one step's time more), or FIRST_PROBE_SECONDS, whichever is first (another step's
+        count may not suit this one: a heavier step, say, after a single-sample ``predict``;
+        this bounds how long it runs with it)."""
+        self.total = math.fsum(self.recent)     # exact again: the running sum rounds
+        self.reference = self.total / RECENT
+        if not self.probes:
+            self.cost = self.reference * (len(self.options) - 1) * TURNS * (1 + TURN_STEPS)
+            self.due = min(self.cost / PROBE_SHARE, FIRST_PROBE_SECONDS)
+        else:
+            self.due = max(self.gap, self.cost / PROBE_SHARE)
+        self.drift_from = self.cost / DRIFT_SHARE
+        self.low, self.high = self.total / DRIFT, self.total * DRIFT
+
+    def _restart(self):
+        """Measure the reference again from the next call on."""
+        self.since, self.reference, self.total = 0.0, None, 0.0
+        self.recent.clear()
 
     def _start_probe(self):
         """Turns of a settling step then TURN_STEPS timed ones, the candidates alternating
         turn by turn in the order, reversed, the order...; the current choice goes last, so
         the calls after the probe continue with it."""
         if not refresh():               # the count was fixed since: look again later
-            self.since, self.reference = 0.0, None
-            self.recent.clear()
+            self._restart()
             return
         order = [n for n in self.options if n != self.choice] + [self.choice]
         turns = [order if t % 2 == 0 else order[::-1] for t in range(TURNS)]
@@ -236,8 +250,8 @@ class StepTuner:
         _probing_seconds += self.cost
         self.gap = min(2 * self.gap, MAX_GAP_SECONDS) if best == self.choice else GAP_SECONDS
         self.choice = _last_choice = best
-        self.reference, self.since, self.probes = None, 0.0, self.probes + 1
-        self.recent.clear()
+        self.probes += 1
+        self._restart()
         threads.use(best)
 
     def _too_slow(self, times):
