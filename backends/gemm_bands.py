@@ -31,7 +31,12 @@ thread count the tuner may choose (most are: OpenBLAS cuts only some ``k`` diffe
 different counts, MNIST's 784 among them) runs whole on BLAS's own threads, at full speed;
 ``backends/thread_invariance.py`` checks that once per shape and layout, on random operands.
 On the MLP 784-1024-1024-10 that left one product of seven in bands and brought ``fit`` with
-the tuner on from 1.17x to within a few per cent of the count fixed (issue #29).
+the tuner on from 1.17x to within a few per cent of the count fixed (issue #29). And most
+of the others need no bands either: cut along ``k`` into pieces that are invariant
+(``backends/k_pieces.py``: 784 = 512 + 272), each runs whole on BLAS's threads and the later
+ones add to the first's result, at the cost of a pass over the output per piece, not a
+packing per band. Bands are left for what no such cut serves: products with leading
+dimensions, integers, layouts BLAS cannot read as they are, and a BLAS that no cut satisfies.
 
 The cost against OpenBLAS's own threads is that each band packs the other operand again:
 bands are therefore wide (``MIN_BAND`` rows or columns), their number a power of two (equal
@@ -43,7 +48,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hiapi.backends import thread_invariance
+from hiapi.backends import blas, k_pieces, thread_invariance
 from hiapi.backends.chunk_workers import workers
 from hiapi.runtime import thread_tuner, threads
 
@@ -122,20 +127,47 @@ def _matmul(out, a, b):
     np.matmul(a, b, out=out)
 
 
-def in_bands(out, a, b, product):
-    """Run ``product(out_part, a_part, b_part)`` over the fixed pieces of ``out = a @ b``
-    (``out`` of ``a @ b``'s shape), BLAS at one thread, on the threads fit runs with now. For
-    kernels that compute more than the product in the same BLAS call (the ``gemm`` op's
-    ``alpha``/``beta``, ``backends/numpy_backend/gemm_kernel.py``)."""
+def _blas_piece(out, a, b, beta):
+    blas.gemm(out, a, b, 1.0, beta)
+
+
+def run(out, a, b, product, piece=None, beta=0.0):
+    """``product(out, a, b)`` (``out`` of ``a @ b``'s shape), the same bits on any number of
+    threads once ``enable`` ran: whole on BLAS's own threads where that was checked to change
+    no bit (``backends/thread_invariance.py``); else, given ``piece``, cut along ``k`` where
+    each piece was (``backends/k_pieces.py``, by BLAS's ``gemm``: float operands in 2-D
+    that BLAS reads as they are); else in the fixed bands, BLAS at one thread, on
+    the threads fit runs with now. ``piece(out, a_part, b_part, beta)``: ``product`` over a
+    piece of ``k`` with the given ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
+    ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
     if not _enabled or _whole_is_invariant(out, a, b, product):
         product(out, a, b)          # BLAS's own threads: the count is fixed, or changes no bit
+        return
+    bounds = None if piece is None else _k_cut(out, a, b, beta, piece)
+    if bounds is not None:
+        for index, (start, stop) in enumerate(bounds):
+            piece(out, a[:, start:stop], b[start:stop], beta if index == 0 else 1.0)
         return
     if threads.active_threads() == 1 and out.ndim == 2 and \
             len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1:
         product(out, a, b)          # one band, BLAS already at one thread: nothing to set
         return
-    pieces = [piece + (product,) for piece in _pieces(out, a, b)]
+    pieces = [part + (product,) for part in _pieces(out, a, b)]
     workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
+
+
+def _k_cut(out, a, b, beta, piece):
+    """The cut along ``k`` whose pieces keep the bits on every count, or None (for operands
+    BLAS cannot take as they are, and not checked from inside a worker that holds BLAS at one
+    thread, as ``_whole_is_invariant``)."""
+    if not blas.can_run(out, a, b):
+        return None
+    bounds = k_pieces.known(a, b, beta)
+    if bounds is False:
+        if workers.holds_blas_single_threaded():
+            return None             # in bands this time; searched on a later call
+        bounds = k_pieces.cut(out, a, b, beta, piece, workers.blas_libraries())
+    return bounds
 
 
 def _whole_is_invariant(out, a, b, product):
@@ -153,9 +185,9 @@ def _whole_is_invariant(out, a, b, product):
 
 
 def matmul(out, a, b):
-    """``out[...] = a @ b`` (numpy's ``matmul``, leading dimensions broadcast), in fixed
-    pieces with single-threaded BLAS on the threads fit runs with now: the same bits on any
-    number of threads (once ``enable`` ran; before, numpy's ``matmul`` whole).
+    """``out[...] = a @ b`` (numpy's ``matmul``, leading dimensions broadcast) as ``run``
+    computes it: the same bits on any number of threads (once ``enable`` ran; before,
+    numpy's ``matmul`` whole).
 
         out = np.empty((128, 512), np.float32)
         matmul(out, x, w)        # == x @ w, bit for bit the same on 1 or 2 threads
@@ -163,4 +195,4 @@ def matmul(out, a, b):
     if out.size == 0 or not _enabled:
         np.matmul(a, b, out=out)
         return
-    in_bands(out, a, b, _matmul)
+    run(out, a, b, _matmul, _blas_piece)

@@ -41,24 +41,26 @@ from hiapi.runtime import thread_tuner, threads
 _verdicts = {}
 
 
-def known(a, b):
+def known(a, b, kind=None):
     """The verdict for ``a @ b``'s shape and layout: True, False, or None (not checked yet)."""
-    return _verdicts.get(_key(a, b))
+    return _verdicts.get(key(a, b, kind))
 
 
-def _key(a, b):
-    return a.dtype.char, a.shape, a.strides, b.shape, b.strides
+def key(a, b, kind=None):
+    """What a verdict is kept under: dtype, both operands' shapes and strides, ``kind``."""
+    return a.dtype.char, a.shape, a.strides, b.shape, b.strides, kind
 
 
-def invariant(out, a, b, product, libraries):
+def invariant(out, a, b, product, libraries, kind=None):
     """Whether ``product(out, a, b)`` gives the same bits on every thread count the tuner may
     choose (checked on random operands the first time; see the module docstring).
     ``libraries``: threadpoolctl's controllers of the loaded BLAS libraries (the counts are
-    set on them)."""
-    key = _key(a, b)
-    verdict = _verdicts.get(key)
+    set on them). ``kind``: what else than the shapes and layouts tells two products apart
+    (``backends/k_pieces.py``: a piece that adds to what ``out`` holds)."""
+    found = key(a, b, kind)
+    verdict = _verdicts.get(found)
     if verdict is None:
-        verdict = _verdicts[key] = _check(out, a, b, product, libraries)
+        verdict = _verdicts[found] = _check(out, a, b, product, libraries)
     return verdict
 
 

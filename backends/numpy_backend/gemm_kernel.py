@@ -11,13 +11,15 @@ def gemm(out, a, b, c, alpha, beta):
     # BLAS's own beta: the product accumulates into c's storage in one pass (backends/blas.py).
     # Without a usable BLAS binding (or with operands BLAS cannot read as they are) the
     # product goes through a temporary, outside the memory plan: a fallback, not the plan.
-    # In the fixed bands of backends/gemm_bands.py, each a single-threaded call: the same bits on
-    # any number of threads.
+    # Whole, cut along k or in fixed bands (backends/gemm_bands.py): the same bits on any number
+    # of threads.
     if blas.can_run(out, a, b) and out.size:
         if not np.may_share_memory(out, c):
             np.copyto(out, c)
-        gemm_bands.in_bands(out, a, b, lambda part, a_part, b_part:
-                      blas.gemm(part, a_part, b_part, alpha, beta))
+        gemm_bands.run(out, a, b, lambda part, a_part, b_part:
+                       blas.gemm(part, a_part, b_part, alpha, beta),
+                       lambda part, a_part, b_part, part_beta:
+                       blas.gemm(part, a_part, b_part, alpha, part_beta), beta)
         return
     product = np.empty(out.shape, np.result_type(a, b))
     gemm_bands.matmul(product, a, b)

@@ -7,7 +7,7 @@ import pytest
 import hiapi
 from hiapi import config
 from hiapi.runtime import thread_tuner, threads
-from hiapi.backends import chunk_workers, gemm_bands, thread_invariance
+from hiapi.backends import chunk_workers, gemm_bands, k_pieces, thread_invariance
 
 
 @pytest.mark.parametrize("m, n, k", [(128, 512, 784), (784, 512, 128), (256, 1024, 1024),
@@ -89,8 +89,8 @@ MLP_PRODUCTS = [((128, 784), (784, 512), ""), ((128, 512), (512, 784), "b"),
 
 @pytest.mark.parametrize("a_shape, b_shape, transpose", MLP_PRODUCTS)
 def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, monkeypatch):
-    """Whole on BLAS's threads where that was checked to change no bit, else in bands on
-    hiapi's: the same bits either way."""
+    """Whole on BLAS's threads where that was checked to change no bit, else cut along k
+    where the pieces were, else in bands on hiapi's: the same bits every way."""
     a, b = _operands(np.random.default_rng(1), a_shape, b_shape, transpose=transpose)
     results = []
     for count in (1, 2):
@@ -100,8 +100,8 @@ def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, mon
                                                                           b.shape[-1]), a.dtype)
         gemm_bands.matmul(out, a, b)
         results.append(out)
-        whole = a.ndim == 2 and thread_invariance.known(a, b)
-        assert calls == ([] if whole else [count])      # bands: the second run used two
+        on_blas = a.ndim == 2 and (thread_invariance.known(a, b) or k_pieces.known(a, b, 0.0))
+        assert calls == ([] if on_blas else [count])    # bands: the second run used two
     np.testing.assert_array_equal(results[0], results[1])
 
 
@@ -124,10 +124,65 @@ def test_a_product_whose_bits_follow_the_count_runs_in_bands_and_one_that_does_n
         calls = []
         _on(2, monkeypatch, calls)
         out = np.empty((256, 512), np.float32)
-        gemm_bands.in_bands(out, a, b, product)
+        gemm_bands.run(out, a, b, product)
         assert thread_invariance.known(a, b) is whole
         assert calls == ([] if whole else [2])
     assert chunk_workers.workers.blas_libraries()[0].num_threads == 2    # the check restores
+
+
+def _piece_dependent_above(limit):
+    """A piece product (``out = a @ b + beta * out``) whose last bits follow BLAS's thread
+    count when its ``k`` is longer than ``limit``, as OpenBLAS's do for some ``k``."""
+    def piece(out, a, b, beta):
+        out[...] = a @ b if beta == 0 else beta * out + a @ b   # BLAS reads no out at beta 0
+        if a.shape[1] > limit:
+            out += np.float32(1e-6) * chunk_workers.workers.blas_libraries()[0].num_threads
+    return piece
+
+
+@pytest.mark.parametrize("limit, bounds", [
+    (512, ((0, 512), (512, 784))),
+    (256, ((0, 256), (256, 512), (512, 768), (768, 784))),      # each failing piece cut again
+    (10, None)])                                                # no piece of 16 or more passes
+def test_a_product_that_depends_on_the_count_is_cut_along_k_into_pieces_that_do_not(
+        limit, bounds, monkeypatch):
+    if not chunk_workers.workers.blas_libraries():
+        pytest.skip("no BLAS library that threadpoolctl controls")
+    monkeypatch.setattr(thread_invariance, "_verdicts", {})
+    monkeypatch.setattr(k_pieces, "_cuts", {})
+    monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
+    piece = _piece_dependent_above(limit)
+    a, b = _operands(np.random.default_rng(6), (256, 784), (784, 512))
+    results = []
+    for count in (1, 2):
+        calls = []
+        _on(count, monkeypatch, calls)
+        out = np.empty((256, 512), np.float32)
+        gemm_bands.run(out, a, b, lambda part, a_part, b_part: piece(part, a_part, b_part, 0.0),
+                       piece)
+        results.append(out)
+        assert thread_invariance.known(a, b) is False
+        assert k_pieces.known(a, b, 0.0) == bounds
+        assert calls == ([] if bounds else [count])     # no cut passed: bands
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[0], a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_pieces_after_the_first_add_to_it_and_the_first_keeps_the_callers_beta(monkeypatch):
+    """The ``gemm`` op's ``alpha * a @ b + beta * c`` cut along k: the formula holds."""
+    from hiapi.backends.numpy_backend import backend
+    monkeypatch.setattr(thread_invariance, "_verdicts", {})
+    monkeypatch.setattr(k_pieces, "_cuts", {})
+    monkeypatch.setattr(thread_invariance, "_check", lambda out, a, b, product, libraries:
+                        a.shape[1] <= 512)      # as if k = 784 depended on the count
+    _on(2, monkeypatch, [])
+    rng = np.random.default_rng(7)
+    x, w = _operands(rng, (256, 784), (784, 512))
+    c = rng.standard_normal((256, 512)).astype(np.float32)
+    out = np.empty_like(c)
+    backend.kernels["gemm"](out, x, w, c, -0.1, 0.9)
+    assert k_pieces.known(x, w, 0.9) == ((0, 512), (512, 784))
+    np.testing.assert_allclose(out, 0.9 * c - 0.1 * (x @ w), rtol=1e-4, atol=1e-4)
 
 
 def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back(monkeypatch):
@@ -140,8 +195,8 @@ def test_blas_runs_on_one_thread_inside_and_gets_its_threads_back(monkeypatch):
     real = gemm_bands._band
     try:
         gemm_bands._band = lambda piece, slot: (seen.append(blas[0].num_threads), real(piece, slot))
-        out = np.empty((128, 512), np.float32)
-        gemm_bands.matmul(out, *_operands(np.random.default_rng(2), (128, 784), (784, 512)))
+        out = np.empty((4, 128, 512), np.float32)       # leading dimensions: always bands
+        gemm_bands.matmul(out, *_operands(np.random.default_rng(2), (4, 128, 784), (784, 512)))
     finally:
         gemm_bands._band = real
     assert seen and set(seen) == {1}
@@ -224,6 +279,7 @@ def test_the_gemm_ops_kernel_runs_in_the_same_bands(monkeypatch):
         out = np.empty_like(c)
         backend.kernels["gemm"](out, x, g, c, -0.1, 0.9)
         results.append(out)
-        assert calls == ([] if thread_invariance.known(x, g) else [count])
+        on_blas = thread_invariance.known(x, g) or k_pieces.known(x, g, 0.9)
+        assert calls == ([] if on_blas else [count])
     np.testing.assert_allclose(results[0], 0.9 * c - 0.1 * (x @ g), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(results[0], results[1])
