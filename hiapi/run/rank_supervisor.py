@@ -9,7 +9,12 @@ no traceback, and MPICH's own report names the wrong process), or its exit code.
 Run by path, not as ``-m hiapi.run...``: it imports nothing of hiapi (a second hiapi import
 per rank would cost every start a third of a second). The child dies with it
 (``PR_SET_PDEATHSIG``), so when MPICH kills the job no rank is left behind; SIGINT and
-SIGTERM are passed on to the child.
+SIGTERM are passed on to the child, which runs in a process group of its own so that it gets
+each of them once: MPICH signals every rank's process group (``killpg``), and a child in the
+supervisor's group got a Ctrl-C twice, from MPICH and passed on here. On a loaded machine the
+second came late, inside the script's handling of the first (hiapi's abort hook waits before
+``MPI_Abort``), and cut that short: the rank ended without aborting the job and the others
+waited in their collective.
 """
 import ctypes
 import json
@@ -31,11 +36,18 @@ def rank():
     return 0
 
 
-def die_with_parent():
+def die_with_parent(parent):
+    """Run in the child before the script: a process group of its own (see above), and a
+    SIGKILL when the supervisor ``parent`` dies, which also ends it when MPICH kills the
+    supervisor's group. A supervisor that died before the ``prctl`` sends nothing, and the
+    child would live on holding MPICH's pipes (the job would never end): it ends itself."""
+    os.setpgid(0, 0)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):      # not Linux: MPICH's own cleanup has to do
         pass
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def forward(source, target, prefix):
@@ -47,9 +59,10 @@ def forward(source, target, prefix):
 def main(argv):
     me = rank()
     prefix = f"[rank {me}] ".encode()
+    supervisor = os.getpid()
     child = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, close_fds=False,
-                             preexec_fn=die_with_parent)
+                             preexec_fn=lambda: die_with_parent(supervisor))
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda sig, frame: child.send_signal(sig))
     readers = [threading.Thread(target=forward, args=(child.stdout, sys.stdout.buffer, prefix)),

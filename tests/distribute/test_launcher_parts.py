@@ -70,3 +70,40 @@ def test_a_recorded_failure_wins_over_output_cut_short(tmp_path):
     killed = FailureLog()
     killed.report({"rank": 2, "pid": 9, "host": "h", "signal": "SIGKILL"})
     assert killed.failure(tmp_path).rank == 2
+
+
+def test_the_supervisor_hands_a_group_signal_to_its_script_once(tmp_path):
+    """MPICH signals each rank's process group; the script runs in a group of its own, so a
+    Ctrl-C reaches it once (passed on by the supervisor), not a second time in the middle of
+    its handling of the first. A SIGKILL of the supervisor's group still ends the script."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from hiapi.run.mpiexec import SUPERVISOR
+    script = tmp_path / "count.py"
+    script.write_text("import os, signal, sys, time\n"
+                      "seen = []\n"
+                      "signal.signal(signal.SIGINT, lambda *a: (seen.append(1), time.sleep(0.5)))\n"
+                      "print('pid', os.getpid(), os.getpgid(0), flush=True)\n"
+                      "end = time.monotonic() + (1.5 if sys.argv[1] == 'int' else 60)\n"
+                      "while time.monotonic() < end:\n"
+                      "    time.sleep(0.05)\n"
+                      "print('interrupts', len(seen), flush=True)\n")
+    for how in ("int", "kill"):
+        supervisor = subprocess.Popen([sys.executable, str(SUPERVISOR), str(script), how],
+                                      stdout=subprocess.PIPE, text=True, start_new_session=True)
+        pid, group = map(int, supervisor.stdout.readline().split()[-2:])
+        assert group == pid != supervisor.pid
+        os.killpg(supervisor.pid, signal.SIGINT if how == "int" else signal.SIGKILL)
+        out, _ = supervisor.communicate(timeout=60)
+        if how == "int":
+            assert out.splitlines()[-1] == "[rank 0] interrupts 1"
+        else:
+            time.sleep(0.5)
+            try:
+                os.kill(pid, 0)
+                alive = open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+            except (ProcessLookupError, FileNotFoundError):
+                alive = False
+            assert not alive, "the script outlived its killed supervisor"
