@@ -134,22 +134,24 @@ def _blas_piece(out, a, b, beta):
 def run(out, a, b, product, piece=None, beta=0.0):
     """``product(out, a, b)`` (``out`` of ``a @ b``'s shape), the same bits on any number of
     threads once ``enable`` ran: whole on BLAS's own threads where that was checked to change
-    no bit (``backends/thread_invariance.py``); else, given ``piece``, cut along ``k`` where
-    each piece was (``backends/k_pieces.py``, by BLAS's ``gemm``: float operands in 2-D
-    that BLAS reads as they are); else in the fixed bands, BLAS at one thread, on
-    the threads fit runs with now. ``piece(out, a_part, b_part, beta)``: ``product`` over a
+    no bit (``backends/thread_invariance.py``); else, given ``piece`` and a product large
+    enough for more than one band, cut along ``k`` where each piece was
+    (``backends/k_pieces.py``, by BLAS's ``gemm``: float operands in 2-D that BLAS reads as
+    they are); else in the fixed bands, BLAS at one thread, on the threads fit runs with now. ``piece(out, a_part, b_part, beta)``: ``product`` over a
     piece of ``k`` with the given ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
     ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
     if not _enabled or _whole_is_invariant(out, a, b, product):
         product(out, a, b)          # BLAS's own threads: the count is fixed, or changes no bit
         return
-    bounds = None if piece is None else _k_cut(out, a, b, beta, piece)
+    one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
+    # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
+    # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
+    bounds = None if piece is None or one_band else _k_cut(out, a, b, beta, piece)
     if bounds is not None:
         for index, (start, stop) in enumerate(bounds):
             piece(out, a[:, start:stop], b[start:stop], beta if index == 0 else 1.0)
         return
-    if threads.active_threads() == 1 and out.ndim == 2 and \
-            len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1:
+    if one_band and threads.active_threads() == 1:
         product(out, a, b)          # one band, BLAS already at one thread: nothing to set
         return
     pieces = [part + (product,) for part in _pieces(out, a, b)]

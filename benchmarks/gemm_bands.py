@@ -1,14 +1,17 @@
-"""What hiapi's fixed GEMM bands cost against OpenBLAS's own threads, train step by train step.
+"""What hiapi's thread-count-proof GEMMs cost against OpenBLAS's own threads, train step by
+train step.
 
     python benchmarks/gemm_bands.py [--rounds 6] [--steps 20] [--workloads mnist_mlp,mlp]
                                     [--backends numpy,numba]
 
-``backends/gemm_bands.py`` cuts every matrix product into bands fixed by the shape, each one
-single-threaded BLAS call on hiapi's threads, so the bits do not depend on the thread count
-(and fit's thread tuner may run in seeded scripts). OpenBLAS's own threads share the packed
-operands and split without a dispatch through Python, so the bands may cost something: this
-times the same compiled train step with the bands and with the products handed whole to
-OpenBLAS at the same thread count (the bands switched on and off), alternating
+``backends/gemm_bands.py`` runs every matrix product whose bits BLAS would change with the
+thread count cut along ``k`` into pieces that do not (``backends/k_pieces.py``) or, failing
+that, in bands fixed by the shape, each one single-threaded BLAS call on hiapi's threads, so
+the bits do not depend on the thread count (and fit's thread tuner may run in seeded scripts).
+OpenBLAS's own threads share the packed operands, make one pass over the output and split
+without a dispatch through Python, so this may cost something: this times the same compiled
+train step with the products as the tuner runs them ("banded") and handed whole to OpenBLAS
+at the same thread count (``gemm_bands.enable`` switched on and off), alternating
 blocks of ``--steps`` steps ``--rounds`` times in one process per backend, so a noisy
 neighbour hits both alike. One JSON line per (workload, backend): medians and their ratio.
 
