@@ -59,7 +59,8 @@ _enabled = False            # set for good by the thread tuner: see the module d
 
 
 def enable():
-    """Products in fixed bands from now on in this process: the thread count may change."""
+    """Products that keep their bits on any thread count (``run``) from now on in this
+    process: the thread count may change."""
     global _enabled
     _enabled = True
 
@@ -68,7 +69,7 @@ def enabled():
     return _enabled
 
 
-thread_tuner.when_adapting(enable)     # products in fixed bands: the count changes no bit
+thread_tuner.when_adapting(enable)     # from then on the count changes no bit
 
 
 def _power_of_two_at_most(n):
@@ -137,8 +138,9 @@ def run(out, a, b, product, piece=None, beta=0.0):
     no bit (``backends/thread_invariance.py``); else, given ``piece`` and a product large
     enough for more than one band, cut along ``k`` where each piece was
     (``backends/k_pieces.py``, by BLAS's ``gemm``: float operands in 2-D that BLAS reads as
-    they are); else in the fixed bands, BLAS at one thread, on the threads fit runs with now. ``piece(out, a_part, b_part, beta)``: ``product`` over a
-    piece of ``k`` with the given ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
+    they are); else in the fixed bands, BLAS at one thread, on the threads fit runs with now.
+    ``piece(out, a_part, b_part, beta)``: ``product`` over a piece of ``k`` with the given
+    ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
     ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
     if not _enabled or _whole_is_invariant(out, a, b, product):
         product(out, a, b)          # BLAS's own threads: the count is fixed, or changes no bit

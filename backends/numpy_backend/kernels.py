@@ -68,7 +68,7 @@ def size(out, x, axis, dtype):
 
 @register("matmul")
 def matmul(out, a, b):
-    gemm_bands.matmul(out, a, b)      # fixed bands: the same bits on any number of threads
+    gemm_bands.matmul(out, a, b)      # the same bits on any number of threads
 
 
 def _log_softmax(logits):

@@ -38,10 +38,11 @@ as slow as the current choice is dropped from that probe.
 It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM_THREADS``,
 ``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept (``refresh`` reads that again;
 ``fit``, ``evaluate`` and ``predict`` call it when they start). It runs in seeded scripts too:
-the thread count changes no bit of the results, because while it adapts every matrix product
-is cut in bands fixed by its shape, each a single-threaded BLAS call (``backends/gemm_bands.py``
-registers that with ``when_adapting``; OpenBLAS's own threads would split it differently for 1
-and 2 threads, and a seeded run's weights would follow the timing). This floor knows no step
+the thread count changes no bit of the results, because while it adapts a matrix product whose
+bits OpenBLAS would change with the count (it cuts some ``k`` differently on 1 and 2 threads,
+and a seeded run's weights would follow the timing) is cut along ``k`` into pieces that it
+does not, or in bands fixed by its shape, each a single-threaded BLAS call
+(``backends/gemm_bands.py`` registers that with ``when_adapting``). This floor knows no step
 and no kernel: ``hiapi.graph.Function`` calls ``begin`` and ``end`` around the steps it runs.
 """
 import math
