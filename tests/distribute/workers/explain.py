@@ -1,7 +1,7 @@
 """``strategy.explain()`` on 2 ranks: the report, the weights left as they were, and the ring's
 and halving/doubling's measured allreduce times (medians of repeats) over the model's
 predictions, at 4 and 32 MB (bandwidth-bound: the sizes whose timing is stable; either side of
-the 16 MB message the model is calibrated on). The calls are interleaved, as the model's
+the 16 MB message the model is calibrated on), in the shared memory the buckets live in. The calls are interleaved, as the model's
 calibration calls are and as a step's buckets run: back-to-back calls on one 4 MB array stay in
 a 32 MB L3 cache and took half the predicted time (a median ratio of 0.63 on every run)."""
 import json
@@ -14,6 +14,7 @@ import numpy as np
 import hiapi
 from hiapi import layers
 from hiapi.distribute.algorithms import measure
+from hiapi.distribute.algorithms.base import timing_array
 from hiapi.distribute.explain import _algorithms
 
 strategy = hiapi.distribute.Strategy()
@@ -34,7 +35,14 @@ algorithms = [a for a in _algorithms(comm) if a.name in ("ring", "halving_doubli
 ratios = []                  # measured / predicted, the constants re-measured each round so
 for _ in range(3):           # both sides see the same load on a shared machine
     costs = measure(comm, _algorithms(comm), refresh=True)
-    cases = [(algorithm, np.ones(nbytes // 4, np.float32))
+    # in the memory the model is measured in and a step's buckets live in (zero_copy's shared
+    # window, ``timing_array``), each size a view of its start, as a step sends the same
+    # buckets every time: four private arrays in turn took MPICH 1.7-1.9x as long for 4 MB on
+    # the 2-core VM of 2026-11-28 (72 MB of distinct buffers: 1.4-1.9x at both sizes), where
+    # the model's one calibration array and this took 1.0-1.2x
+    memory = timing_array(_algorithms(comm), (32 << 20) // 4, np.float32)
+    memory.fill(1)
+    cases = [(algorithm, memory[:nbytes // 4])
              for algorithm in algorithms for nbytes in (4 << 20, 32 << 20)]
     times = [[] for _ in cases]
     for algorithm, array in cases:
