@@ -21,6 +21,8 @@ and layout, on every count the tuner may choose), the first with the caller's ``
 others adding. When no cut passes, the product goes to the bands. The cut and its checks are
 kept per shape and layout for the life of the process, as the whole product's verdict is.
 """
+from itertools import accumulate
+
 from hiapi.backends import thread_invariance
 
 MAX_PIECES = 4
@@ -71,8 +73,8 @@ def _halved(size):
 
 
 def _bounds(sizes):
-    starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return tuple((start, start + size) for start, size in zip(starts, sizes))
+    stops = list(accumulate(sizes))
+    return tuple(zip([0] + stops[:-1], stops))
 
 
 def _invariant(out, a, b, piece, beta, product, libraries):

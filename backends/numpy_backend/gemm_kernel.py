@@ -16,10 +16,9 @@ def gemm(out, a, b, c, alpha, beta):
     if blas.can_run(out, a, b) and out.size:
         if not np.may_share_memory(out, c):
             np.copyto(out, c)
-        gemm_bands.run(out, a, b, lambda part, a_part, b_part:
-                       blas.gemm(part, a_part, b_part, alpha, beta),
-                       lambda part, a_part, b_part, part_beta:
-                       blas.gemm(part, a_part, b_part, alpha, part_beta), beta)
+        def product(part, a_part, b_part, part_beta=beta):    # whole, a band or a k piece
+            blas.gemm(part, a_part, b_part, alpha, part_beta)
+        gemm_bands.run(out, a, b, product, product, beta)
         return
     product = np.empty(out.shape, np.result_type(a, b))
     gemm_bands.matmul(product, a, b)

@@ -31,16 +31,17 @@ report = strategy.explain(model, x, y, batch_size=32, print_fn=printed.append)
 assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights())), "weights moved"
 assert strategy.stats.steps == 0 and strategy.stats.sent == 0, vars(strategy.stats)
 comm = strategy.communicator.comm
-algorithms = [a for a in _algorithms(comm) if a.name in ("ring", "halving_doubling")]
+candidates = _algorithms(comm)
+algorithms = [a for a in candidates if a.name in ("ring", "halving_doubling")]
 ratios = []                  # measured / predicted, the constants re-measured each round so
 for _ in range(3):           # both sides see the same load on a shared machine
-    costs = measure(comm, _algorithms(comm), refresh=True)
+    costs = measure(comm, candidates, refresh=True)
     # in the memory the model is measured in and a step's buckets live in (zero_copy's shared
     # window, ``timing_array``), each size a view of its start, as a step sends the same
     # buckets every time: four private arrays in turn took MPICH 1.7-1.9x as long for 4 MB on
     # the 2-core VM of 2026-11-28 (72 MB of distinct buffers: 1.4-1.9x at both sizes), where
     # the model's one calibration array and this took 1.0-1.2x
-    memory = timing_array(_algorithms(comm), (32 << 20) // 4, np.float32)
+    memory = timing_array(candidates, (32 << 20) // 4, np.float32)
     memory.fill(1)
     cases = [(algorithm, memory[:nbytes // 4])
              for algorithm in algorithms for nbytes in (4 << 20, 32 << 20)]
