@@ -32,10 +32,15 @@ different counts, MNIST's 784 among them) runs whole on BLAS's own threads, at f
 ``backends/thread_invariance.py`` checks that once per shape and layout, on random operands.
 On the MLP 784-1024-1024-10 that left one product of seven in bands and brought ``fit`` with
 the tuner on from 1.17x to within a few per cent of the count fixed (issue #29). And most
-of the others need no bands either: cut along ``k`` into pieces that are invariant
-(``backends/k_pieces.py``: 784 = 512 + 272), each runs whole on BLAS's threads and the later
-ones add to the first's result, at the cost of a pass over the output per piece, not a
-packing per band. Bands are left for what no such cut serves: products with leading
+of the others need no bands either. Their bits differ only between one thread and more
+(OpenBLAS's serial and threaded drivers cut ``k`` differently; every count above one alike),
+so they run whole whenever BLAS has more than one thread, and on one as the blocks of ``k``
+the threaded driver sums, each a call of its own adding to the output
+(``backends/threaded_blocks.py``: 784 = 392 + 392 here): the count fixed's speed, except on
+one thread. Where no such blocks reproduce the threaded driver (another BLAS), they are cut
+along ``k`` into pieces that are invariant (``backends/k_pieces.py``: 784 = 512 + 272), each
+whole on BLAS's threads, the later ones adding, at the cost of a pass over the output per
+piece, not a packing per band. Bands are left for what neither serves: products with leading
 dimensions, integers, layouts BLAS cannot read as they are, and a BLAS that no cut satisfies.
 
 The cost against OpenBLAS's own threads is that each band packs the other operand again:
@@ -48,7 +53,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hiapi.backends import blas, k_pieces, thread_invariance
+from hiapi.backends import blas, k_pieces, thread_invariance, threaded_blocks
 from hiapi.backends.chunk_workers import workers
 from hiapi.runtime import thread_tuner, threads
 
@@ -136,9 +141,11 @@ def run(out, a, b, product, piece=None, beta=0.0):
     """``product(out, a, b)`` (``out`` of ``a @ b``'s shape), the same bits on any number of
     threads once ``enable`` ran: whole on BLAS's own threads where that was checked to change
     no bit (``backends/thread_invariance.py``); else, given ``piece`` and a product large
-    enough for more than one band, cut along ``k`` where each piece was
-    (``backends/k_pieces.py``, by BLAS's ``gemm``: float operands in 2-D that BLAS reads as
-    they are); else in the fixed bands, BLAS at one thread, on the threads fit runs with now.
+    enough for more than one band (float operands in 2-D that BLAS reads as they are), whole
+    on more than one thread and in the threaded driver's blocks of ``k`` on one where those
+    were found (``backends/threaded_blocks.py``), or cut along ``k`` where each piece keeps
+    its bits (``backends/k_pieces.py``); else in the fixed bands, BLAS at one thread, on the
+    threads fit runs with now.
     ``piece(out, a_part, b_part, beta)``: ``product`` over a piece of ``k`` with the given
     ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
     ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
@@ -148,16 +155,42 @@ def run(out, a, b, product, piece=None, beta=0.0):
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
     # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
+    blocks = None if piece is None or one_band else _threaded_blocks(out, a, b, beta, product,
+                                                                      piece)
+    if blocks is not None:
+        if _blas_threads() > 1:
+            product(out, a, b)      # the threaded driver's bits, as the blocks give on one
+        else:
+            k_pieces.run(out, a, b, blocks, piece, beta)
+        return
     bounds = None if piece is None or one_band else _k_cut(out, a, b, beta, piece)
     if bounds is not None:
-        for index, (start, stop) in enumerate(bounds):
-            piece(out, a[:, start:stop], b[start:stop], beta if index == 0 else 1.0)
+        k_pieces.run(out, a, b, bounds, piece, beta)
         return
     if one_band and threads.active_threads() == 1:
         product(out, a, b)          # one band, BLAS already at one thread: nothing to set
         return
     pieces = [part + (product,) for part in _pieces(out, a, b)]
     workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
+
+
+def _blas_threads():
+    """The threads BLAS runs a call on now (a worker may hold it at one; 0.4 us to ask)."""
+    return min(lib.num_threads for lib in workers.blas_libraries())
+
+
+def _threaded_blocks(out, a, b, beta, product, piece):
+    """The blocks of ``k`` that give on one thread the bits of the product whole on more
+    (``backends/threaded_blocks.py``), or None; searched as ``_k_cut`` is."""
+    if not blas.can_run(out, a, b):
+        return None
+    blocks = threaded_blocks.known(a, b, beta)
+    if blocks is False:
+        if workers.holds_blas_single_threaded():
+            return None             # in bands this time; searched on a later call
+        blocks = threaded_blocks.blocks(out, a, b, beta, product, piece,
+                                        workers.blas_libraries())
+    return blocks
 
 
 def _k_cut(out, a, b, beta, piece):

@@ -1,6 +1,7 @@
 """A matrix product cut along its summed dimension ``k``: pieces that BLAS computes with the same
 bits on every thread count, each whole on BLAS's own threads, the later ones adding to the
-first's result (BLAS's ``beta = 1``).
+first's result (BLAS's ``beta = 1``). Used where ``backends/threaded_blocks.py`` (whole on more
+than one thread, the threaded driver's blocks on one: no second call there) found no blocks.
 
 Why: a product whose bits follow the thread count (``backends/thread_invariance.py``) ran in
 the fixed bands of ``backends/gemm_bands.py``, and bands cost: each is a single-threaded BLAS
@@ -45,6 +46,13 @@ def cut(out, a, b, beta, product, libraries):
     if found not in _cuts:
         _cuts[found] = _search(out, a, b, beta, product, libraries)
     return _cuts[found]
+
+
+def run(out, a, b, bounds, piece, beta):
+    """``piece`` over each of ``bounds`` along ``k``, the first with ``beta``, the later ones
+    adding to ``out``."""
+    for index, (start, stop) in enumerate(bounds):
+        piece(out, a[:, start:stop], b[start:stop], beta if index == 0 else 1.0)
 
 
 def _search(out, a, b, beta, product, libraries):

@@ -13,8 +13,8 @@ ms with the tuner on, almost all of it the bands (issue #29's 1.05x target).
 And most products do not need them. OpenBLAS splits a product between threads along its rows
 and columns, never along the summed dimension ``k``; what changes the bits is how it cuts
 ``k`` into blocks, and its threaded driver rounds that cut differently from its serial one
-only for some ``k`` (on this machine: 1 and 2 threads differ only where ``k`` is an odd
-multiple of 16 from 464 on, such as MNIST's 784; ``k`` = 256, 1024 or 10 never differ). Which
+only for some ``k`` (on this machine: 1 and 2 threads differ where ``k`` is above 448 and
+not a multiple of 32, such as MNIST's 784; ``k`` = 256, 1024 or 10 never differ). Which
 ``k`` those are depends on the BLAS build and the CPU, so nothing here assumes them: the first
 time a product of a shape and layout runs while the count may change, ``invariant`` runs it
 on random operands of that shape and layout with every thread count the tuner may choose,
@@ -23,13 +23,16 @@ the tuner chose (same bits, full speed). Different: in bands. Random operands, b
 user's may hide a difference (zeros, or a batch of one value); with random ones a different
 ``k`` blocking changed most elements (52,192 of 65,536 in ``128x784 @ 784x512``), while the
 same blocking computes every element by the same operations, so equal bits once mean equal
-bits for all operands.
+bits for all operands. (``backends/threaded_blocks.py`` and ``backends/k_pieces.py`` check
+their blocks and pieces the same way, with ``random_operands`` and ``blas_count``.)
 
 The check costs the product a few times, once per shape and layout for the life of the
 process; it runs only where the count is free to change (``gemm_bands.enable``) and never
 from inside a worker that holds BLAS at one thread (another worker's BLAS call would see the
 count it sets): such a call runs in bands, and asks again next time.
 """
+import contextlib
+
 import numpy as np
 
 from hiapi.backends import blas
@@ -65,28 +68,47 @@ def invariant(out, a, b, product, libraries, kind=None):
 
 
 def _check(out, a, b, product, libraries):
-    if a.dtype.kind != "f" or a.ndim != 2 or b.ndim != 2 or not libraries or \
-            blas.layout(a) is None or blas.layout(b) is None:
+    if not checkable(a, b, libraries):
         return a.dtype.kind != "f"      # integers: numpy's own loop, one thread; else bands
-    rng = np.random.default_rng(0)
-    a_, b_ = _random_like(a, rng), _random_like(b, rng)
-    start = rng.standard_normal(out.shape).astype(out.dtype)     # for a product with beta
-    saved = [lib.num_threads for lib in libraries]
+    a_, b_, start = random_operands(out, a, b)
     results = []
-    try:
-        for count in _counts():
-            for lib in libraries:
-                lib.set_num_threads(count)
+    for count in counts():
+        with blas_count(libraries, count):
             result = start.copy()
             product(result, a_, b_)
-            results.append(result)
-    finally:
-        for lib, count in zip(libraries, saved):
-            lib.set_num_threads(count)
+        results.append(result)
     return all(np.array_equal(results[0], other) for other in results[1:])
 
 
-def _counts():
+def checkable(a, b, libraries):
+    """Whether ``a @ b``'s bits can be compared across counts: floats in 2-D that BLAS reads
+    as they are, and a BLAS whose count threadpoolctl sets."""
+    return a.dtype.kind == "f" and a.ndim == 2 and b.ndim == 2 and bool(libraries) and \
+        blas.layout(a) is not None and blas.layout(b) is not None
+
+
+def random_operands(out, a, b):
+    """Random ``a``, ``b`` of the operands' shapes, dtypes and layouts, and a random start
+    for ``out`` (a product with ``beta`` reads it): the same every call."""
+    rng = np.random.default_rng(0)
+    a_, b_ = _random_like(a, rng), _random_like(b, rng)
+    return a_, b_, rng.standard_normal(out.shape).astype(out.dtype)
+
+
+@contextlib.contextmanager
+def blas_count(libraries, count):
+    """BLAS at ``count`` threads inside, its counts as they were after."""
+    saved = [lib.num_threads for lib in libraries]
+    try:
+        for lib in libraries:
+            lib.set_num_threads(count)
+        yield
+    finally:
+        for lib, before in zip(libraries, saved):
+            lib.set_num_threads(before)
+
+
+def counts():
     """The counts the tuner may choose (``thread_tuner.candidates``), and always 1 and the
     whole budget."""
     budget = threads.budget().threads

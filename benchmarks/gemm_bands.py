@@ -5,8 +5,9 @@ train step.
                                     [--backends numpy,numba]
 
 ``backends/gemm_bands.py`` runs every matrix product whose bits BLAS would change with the
-thread count cut along ``k`` into pieces that do not (``backends/k_pieces.py``) or, failing
-that, in bands fixed by the shape, each one single-threaded BLAS call on hiapi's threads, so
+thread count whole on more than one thread and on one in the blocks of ``k`` that BLAS's
+threaded driver sums (``backends/threaded_blocks.py``), or cut along ``k`` into pieces that do
+not change (``backends/k_pieces.py``) or, failing that, in bands fixed by the shape, each one single-threaded BLAS call on hiapi's threads, so
 the bits do not depend on the thread count (and fit's thread tuner may run in seeded scripts).
 OpenBLAS's own threads share the packed operands, make one pass over the output and split
 without a dispatch through Python, so this may cost something: this times the same compiled

@@ -11,8 +11,8 @@ def gemm(out, a, b, c, alpha, beta):
     # BLAS's own beta: the product accumulates into c's storage in one pass (backends/blas.py).
     # Without a usable BLAS binding (or with operands BLAS cannot read as they are) the
     # product goes through a temporary, outside the memory plan: a fallback, not the plan.
-    # Whole, cut along k or in fixed bands (backends/gemm_bands.py): the same bits on any number
-    # of threads.
+    # Whole, in the threaded driver's blocks of k, cut along k or in fixed bands
+    # (backends/gemm_bands.py): the same bits on any number of threads.
     if blas.can_run(out, a, b) and out.size:
         if not np.may_share_memory(out, c):
             np.copyto(out, c)

@@ -40,8 +40,9 @@ It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM
 ``fit``, ``evaluate`` and ``predict`` call it when they start). It runs in seeded scripts too:
 the thread count changes no bit of the results, because while it adapts a matrix product whose
 bits OpenBLAS would change with the count (it cuts some ``k`` differently on 1 and 2 threads,
-and a seeded run's weights would follow the timing) is cut along ``k`` into pieces that it
-does not, or in bands fixed by its shape, each a single-threaded BLAS call
+and a seeded run's weights would follow the timing) runs on one thread in the blocks of ``k``
+that BLAS's threaded driver sums, so as to get its bits, or is cut along ``k`` into pieces
+whose bits do not change, or runs in bands fixed by its shape, each a single-threaded BLAS call
 (``backends/gemm_bands.py`` registers that with ``when_adapting``). This floor knows no step
 and no kernel: ``hiapi.graph.Function`` calls ``begin`` and ``end`` around the steps it runs.
 """

@@ -299,9 +299,9 @@ def active_threads():
 def adaptive():
     """Whether the steps may run fewer threads than the budget when that is faster (see
     ``hiapi.runtime.thread_tuner``): for a budget hiapi chose, in a single process. Seeded runs too:
-    a matrix product whose bits would follow the thread count is cut along ``k`` or in bands
-    fixed by its shape (``backends/gemm_bands.py``), so the thread count changes no bit of the
-    weights."""
+    a matrix product whose bits would follow the thread count runs on one thread in the blocks
+    of ``k`` BLAS's threaded driver sums, or is cut along ``k`` or in bands fixed by its shape
+    (``backends/gemm_bands.py``), so the thread count changes no bit of the weights."""
     chosen = budget()
     if chosen.threads <= 1 or chosen.source in OVERRIDES + ("OMP_NUM_THREADS",):
         return False

@@ -7,7 +7,7 @@ import pytest
 import hiapi
 from hiapi import config
 from hiapi.runtime import thread_tuner, threads
-from hiapi.backends import chunk_workers, gemm_bands, k_pieces, thread_invariance
+from hiapi.backends import chunk_workers, gemm_bands, k_pieces, thread_invariance, threaded_blocks
 
 
 @pytest.mark.parametrize("m, n, k", [(128, 512, 784), (784, 512, 128), (256, 1024, 1024),
@@ -89,8 +89,9 @@ MLP_PRODUCTS = [((128, 784), (784, 512), ""), ((128, 512), (512, 784), "b"),
 
 @pytest.mark.parametrize("a_shape, b_shape, transpose", MLP_PRODUCTS)
 def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, monkeypatch):
-    """Whole on BLAS's threads where that was checked to change no bit, else cut along k
-    where the pieces were, else in bands on hiapi's: the same bits every way."""
+    """Whole on BLAS's threads where that was checked to change no bit, or whole on two and in
+    the threaded driver's blocks on one, else cut along k where the pieces were, else in bands
+    on hiapi's: the same bits every way."""
     a, b = _operands(np.random.default_rng(1), a_shape, b_shape, transpose=transpose)
     results = []
     for count in (1, 2):
@@ -100,7 +101,8 @@ def test_one_and_two_threads_give_the_same_bits(a_shape, b_shape, transpose, mon
                                                                           b.shape[-1]), a.dtype)
         gemm_bands.matmul(out, a, b)
         results.append(out)
-        on_blas = a.ndim == 2 and (thread_invariance.known(a, b) or k_pieces.known(a, b, 0.0))
+        on_blas = a.ndim == 2 and (thread_invariance.known(a, b) or
+                                   threaded_blocks.known(a, b, 0.0) or k_pieces.known(a, b, 0.0))
         assert calls == ([] if on_blas else [count])    # bands: the second run used two
     np.testing.assert_array_equal(results[0], results[1])
 
@@ -150,6 +152,7 @@ def test_a_product_that_depends_on_the_count_is_cut_along_k_into_pieces_that_do_
         pytest.skip("no BLAS library that threadpoolctl controls")
     monkeypatch.setattr(thread_invariance, "_verdicts", {})
     monkeypatch.setattr(k_pieces, "_cuts", {})
+    monkeypatch.setattr(threaded_blocks, "_found", {})
     monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
     piece = _piece_dependent_above(limit)
     a, b = _operands(np.random.default_rng(6), (256, 784), (784, 512))
@@ -175,6 +178,8 @@ def test_pieces_after_the_first_add_to_it_and_the_first_keeps_the_callers_beta(m
     monkeypatch.setattr(k_pieces, "_cuts", {})
     monkeypatch.setattr(thread_invariance, "_check", lambda out, a, b, product, libraries:
                         a.shape[1] <= 512)      # as if k = 784 depended on the count
+    monkeypatch.setattr(threaded_blocks, "_found", {})
+    monkeypatch.setattr(threaded_blocks, "CANDIDATE_Q", ())     # and no blocks replayed it
     _on(2, monkeypatch, [])
     rng = np.random.default_rng(7)
     x, w = _operands(rng, (256, 784), (784, 512))
@@ -279,7 +284,8 @@ def test_the_gemm_ops_kernel_runs_in_the_same_bands(monkeypatch):
         out = np.empty_like(c)
         backend.kernels["gemm"](out, x, g, c, -0.1, 0.9)
         results.append(out)
-        on_blas = thread_invariance.known(x, g) or k_pieces.known(x, g, 0.9)
+        on_blas = thread_invariance.known(x, g) or threaded_blocks.known(x, g, 0.9) or \
+            k_pieces.known(x, g, 0.9)
         assert calls == ([] if on_blas else [count])
     np.testing.assert_allclose(results[0], 0.9 * c - 0.1 * (x @ g), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(results[0], results[1])
