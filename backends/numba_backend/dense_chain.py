@@ -10,8 +10,10 @@ loops 270 us, OpenBLAS 243). So larger batches (``MAX_ROWS``, ``MAX_WORK``), few
 (a single sample: a GEMV, and the transposed copy would cost more than the call), and weights
 that are not Variables or not in C order run layer by layer: the backend's ``matmul``, then
 the bias and activation in one numba pass, as the unfused graph would (float64, the numpy
-backend's kernel). Which path a call takes depends only on its shapes and layouts, so the
-same batch gives the same bits at every call.
+backend's kernel). Except a larger batch's last layers when they are narrow (``NARROW``: a
+classifier's head of 10 columns), where BLAS does badly: those run in the loops, on the
+calling thread, after the wide layers' BLAS calls. Which path a call takes depends only on
+its shapes and layouts, so the same batch gives the same bits at every call.
 
 The transposed copies (of Variables only: the pass says so with ``weights_are_state``; a
 weight fed as an input may change in place between calls) are kept, one per weight and as
@@ -37,6 +39,14 @@ MIN_ROWS, MAX_ROWS = 4, 64
 # rows times the largest layer's weights above which BLAS's packed GEMM wins: 32 rows of a
 # 1024x1024 layer ran 0.80-0.88x OpenBLAS's time, 64 rows 1.16x; 64 rows of 784x128, 0.58x
 MAX_WORK = 1 << 25
+# A chain of more rows than MAX_ROWS ends in the loops from its last layers that are at most
+# NARROW columns wide (a classifier's head), up to NARROW_WORK of rows x weights each, on the
+# calling thread. BLAS packs the whole input for a handful of columns and wakes its threads for
+# it: in the batch-256 evaluate step of the 784-1024-1024-10 MLP, 256x1024 @ 1024x10 took it
+# 209-223 us, the loops 85-90 (3 % of the step). One thread: a helper woken for it would spin
+# on into the next batch's first BLAS call, on the cores that call wants.
+NARROW = 16
+NARROW_WORK = 1 << 23
 
 workers = SpinWorkers(K.chain_job, K.serve)
 
@@ -94,9 +104,10 @@ class _Site:
             new_workspace(backend, out, params)
         # decided once: the shapes and buffers are the site's for as long as it lives (the
         # descriptor gives the biases' bare addresses: each must be one run of floats)
-        self.served = weights_are_state and MIN_ROWS <= rows <= MAX_ROWS and \
-            rows * max(w.size for w in params[0::2]) <= MAX_WORK and \
-            all(p.flags.c_contiguous and p.dtype == np.float32 for p in params)
+        self.first = _first_served(rows, params[0::2]) if weights_are_state and \
+            all(p.flags.c_contiguous and p.dtype == np.float32 for p in params) else None
+        self.served = self.first is not None
+        self.hidden = None              # each layer's output block, with the descriptor
         if self.served:
             _warm_up(_parts(rows))
 
@@ -106,15 +117,33 @@ class _Site:
         writes = state_writes.count()
         if self.served and writes != self.writes:
             weights = params[0::2]
-            copies = [transposed.of(w) for w in weights]       # remade in place if changed
+            copies = [transposed.of(w) for w in weights[self.first:]]   # remade if changed
             if self.descriptor is None or any(a is not b for a, b in zip(copies, self.copies)):
-                hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32, out)
-                self.descriptor = _chain_descriptor(copies, params[1::2], activations, hidden)
+                self.hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32,
+                                            out)
+                first = self.first
+                self.descriptor = _chain_descriptor(copies, params[1::2][first:],
+                                                    activations[first:], self.hidden[first:])
             self.copies, self.writes = copies, writes
         return self.descriptor
 
 
 _warmed = []
+
+
+def _first_served(rows, weights):
+    """The first layer the loops run, or None: every layer for ``MIN_ROWS`` to ``MAX_ROWS``
+    rows within ``MAX_WORK``; for more rows, the last layers that are at most ``NARROW``
+    columns wide, within ``NARROW_WORK`` each (the wide ones before them go to BLAS)."""
+    if MIN_ROWS <= rows <= MAX_ROWS and rows * max(w.size for w in weights) <= MAX_WORK:
+        return 0
+    if rows <= MAX_ROWS:
+        return None
+    first = len(weights)
+    while first and weights[first - 1].shape[1] <= NARROW and \
+            rows * weights[first - 1].size <= NARROW_WORK:
+        first -= 1
+    return first if first < len(weights) else None
 
 
 def _warm_up(parts):
@@ -173,18 +202,24 @@ def _site(out, params, weights_are_state, workspace):
 
 
 @backend.register("dense_chain", scratch=workspace_bytes)
-def dense_chain(out, x, *params, activations, weights_are_state=False, workspace=None):
+def dense_chain(out, x_in, *params, activations, weights_are_state=False, workspace=None):
     if out.dtype != np.float32 or not out.flags.c_contiguous:
-        numpy_backend.kernels["dense_chain"](out, x, *params, activations=activations,
+        numpy_backend.kernels["dense_chain"](out, x_in, *params, activations=activations,
                                              workspace=workspace)
         return
     site = _site(out, params, weights_are_state, workspace)
     descriptor = site.descriptor_for(out, params, activations)
     if descriptor is None:      # the site's workspace: a call outside an executor allocates none
-        _by_layer(out, x, params, activations, site.workspace)
+        _by_layer(out, x_in, params, activations, site.workspace)
         return
-    x = np.ascontiguousarray(x)                  # a copy only of a strided view
-    parts = _parts(x.shape[0])
+    first = site.first
+    if first:                   # the wide layers first, on BLAS; their output feeds the loops
+        x = site.hidden[first - 1]
+        _by_layer(x, x_in, params[:2 * first], activations[:first], site.workspace)
+    else:
+        x = np.ascontiguousarray(x_in)           # a copy only of a strided view
+    rows = x.shape[0]
+    parts = 1 if rows > MAX_ROWS else _parts(rows)   # a narrow tail: see NARROW
     K.set_input(descriptor, x, parts)
     workers.run(descriptor, parts)
 

@@ -402,6 +402,30 @@ def test_large_layers_at_64_rows_run_layer_by_layer(monkeypatch):
     assert calls == [(33, 40), (33, 40)]
 
 
+@pytest.mark.parametrize("sizes, on_blas", [((100, 64, 10), (256, 64)),      # head on BLAS
+                                            ((100, 10), None),                # all in loops
+                                            ((100, 64, 10, 3), (256, 64)),    # two narrow
+                                            ((100, 64, 32), (256, 32))])      # none narrow
+def test_a_large_batch_runs_its_narrow_last_layers_in_the_loops(sizes, on_blas, monkeypatch):
+    """Past MAX_ROWS the wide layers go to BLAS and the narrow ones at the end (a classifier's
+    head, where BLAS packs a whole input for a few columns) to the loops, on the calling
+    thread: the values of the reference, and only the wide layers in ``_by_layer``."""
+    _numba_backend()
+    from hiapi.backends.numba_backend import dense_chain as module
+    calls, parts = [], []
+    original, run = module._by_layer, module.workers.run
+    monkeypatch.setattr(module, "_by_layer", lambda *a: calls.append(a[0].shape) or original(*a))
+    monkeypatch.setattr(module.workers, "run", lambda d, n: parts.append(n) or run(d, n))
+    rng = np.random.default_rng(16)
+    params = _params(rng, sizes)
+    activations = ("relu",) * (len(sizes) - 2) + ("linear",)
+    x = rng.standard_normal((256, 100)).astype(np.float32)
+    np.testing.assert_allclose(_run_kernel(x, params, activations),
+                               _reference(x, params, activations), rtol=2e-5, atol=2e-5)
+    assert calls == [on_blas] * 2 if on_blas else calls == []     # the output of _by_layer
+    assert parts == ([] if on_blas == (256, sizes[-1]) else [1, 1])
+
+
 def test_weights_not_in_c_order_run_layer_by_layer():
     """A Variable may be set to a strided view; the descriptor's addresses assume C order, so
     such a chain runs layer by layer, with the right values."""
