@@ -33,7 +33,9 @@ when 15 % faster. A probe ends after the first turn when its answer is already c
 step of each count within 20 % of each other (no time slice ended inside them) and the fastest
 count's slowest step 25 % faster than every other count's fastest; on a quiet 2-core machine
 that is 3 steps on one thread instead of 9. A count whose first two timed steps are both twice
-as slow as the current choice is dropped from that probe.
+as slow as the current choice is dropped from that probe, and so is the current choice when
+its two are both twice as slow as another count's (then, with one count left, the probe
+ends).
 
 It only runs when hiapi chose the budget: a count fixed by the user (``HIAPI_NUM_THREADS``,
 ``hiapi.config.set_num_threads``, ``OMP_NUM_THREADS``) is kept (``refresh`` reads that again;
@@ -224,8 +226,10 @@ class StepTuner:
         self.spent, self.probed = self.spent + elapsed, self.probed + 1
         if timed:
             self.times[count].append(elapsed)
-            if count != self.choice and self._too_slow(self.times[count]):
+            if self._too_slow(count):
                 self.plan = [(n, t) for n, t in self.plan if n != count]
+                if count == self.choice and len({n for n, _ in self.plan}) < 2:
+                    self.plan = []          # the one count left, timed already, is the answer
         if self.plan and not (timed and count == self.choice and self._clear()):
             return
         self._finish()
@@ -256,9 +260,18 @@ class StepTuner:
         self._restart()
         threads.use(best)
 
-    def _too_slow(self, times):
-        """Two timed steps, both ABANDON times the current choice's (this probe's, else the
-        figure after the last probe)."""
-        mine = self.times[self.choice]
-        level = typical(mine) if mine else self.reference
+    def _too_slow(self, count):
+        """Two timed steps, both ABANDON times the level to beat: for another count, the
+        current choice's (this probe's, else the figure after the last probe); for the
+        current choice, the fastest other count's in this probe. The current choice too: on
+        a flickering load its steps on two threads took 100-160 ms against 40 on one, but
+        not steadily enough to end the probe after a turn, so the probe ran all three."""
+        times = self.times[count]
+        if count == self.choice:
+            others = [typical(t) for n, t in self.times.items()
+                      if n != count and len(t) >= TURN_STEPS]
+            level = min(others, default=None)
+        else:
+            mine = self.times[self.choice]
+            level = typical(mine) if mine else self.reference
         return len(times) >= 2 and level is not None and min(times) > ABANDON * level

@@ -106,6 +106,31 @@ def test_a_clear_answer_ends_the_probe_after_one_turn(monkeypatch):
     assert tuner.probes == 1
 
 
+class FlickeringMachine(Machine):
+    """A flickering load: steps on two threads hit by time slices unevenly (100 or 160 ms,
+    in turn), steps on one thread steady at 40 ms."""
+
+    def __init__(self):
+        super().__init__({2: 0.100, 1: 0.040})
+        self.turn = 0
+
+    def cost(self):
+        if self.current == 1:
+            return 0.040
+        self.turn += 1
+        return (0.100, 0.160)[self.turn % 2]
+
+
+def test_a_current_choice_twice_as_slow_as_another_count_is_dropped(monkeypatch):
+    """Too uneven for the probe to end after a turn, but both timed steps on two threads are
+    twice as slow as one thread's: three steps on two threads, not nine."""
+    fake = _fake(monkeypatch, FlickeringMachine(), 2)
+    tuner = StepTuner()
+    fake.run(tuner, 1 + 30)
+    assert tuner.probes == 1 and tuner.choice == 1
+    assert fake.used[1:].count(2) == 1 + thread_tuner.TURN_STEPS
+
+
 def test_a_sudden_change_of_step_time_probes_at_once(machine):
     tuner = StepTuner()
     machine.run(tuner, 20000)                  # settled on 1 thread, probes far apart
