@@ -53,9 +53,16 @@ at normal priority, ``HIAPI_PREFETCH=0`` off everywhere; ``ENABLED`` is what the
 flips). Where Linux refuses the idle class (a container's seccomp filter), the helper ends at
 once and the process gathers inline from then on, unless ``HIAPI_PREFETCH=1``.
 
-Lifetime: one thread per epoch, started by the epoch's generator and joined when the generator
-ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in the step:
-``fit`` closes the epoch's generator), so no thread writes a buffer after its epoch.
+Lifetime: one thread per epoch, started by the epoch's generator and told to stop when the
+generator ends, including when it is closed early (``EarlyStopping``, an exception or Ctrl-C in
+the step: ``fit`` closes the epoch's generator); it ends after the copy it is in, if any. The
+training thread waits for that ``JOIN_SECONDS`` at most, and never on a lock the helper may
+hold: under load the scheduler gives an idle-priority thread a core only now and then, and
+``fit`` of the 784-1024-1024-10 MLP with two busy processes spent 0.6-1.5 s at every epoch's
+end waiting for its helper (the join, and the ``Event`` the helper napped on, whose lock the
+helper held when it lost its core), more than its 20 steps took. A helper still running then
+writes only its own ring, which ``busy`` reports until it ends: the next epoch gathers into a
+new one, so no thread writes a buffer in use.
 """
 import os
 import threading
@@ -92,6 +99,9 @@ MAX_RING = 8
 LATE_ALLOWANCE, LATE_EVERY = 3, 8
 # the helper's nap while the ring is full, at least and at most
 MIN_NAP_SECONDS, MAX_NAP_SECONDS = 0.0002, 0.05
+# how long the end of an epoch waits for its helper to end (it is told to stop first)
+JOIN_SECONDS = 0.005
+_helpers = {}          # id of a ring -> the helper thread that fills it
 
 
 def wanted(arrays, indices):
@@ -118,6 +128,14 @@ def cores():
     return threads.budget().threads
 
 
+def busy(ring):
+    """Whether a helper from an earlier epoch may still write into ``ring`` (see Lifetime in
+    the module docstring): then the caller gathers into another."""
+    for key in [key for key, thread in _helpers.items() if not thread.is_alive()]:
+        del _helpers[key]
+    return id(ring) in _helpers
+
+
 def batches(own, ring, indices):
     """Yield batch k of ``indices`` for every k, the batches after the first gathered ahead on
     a helper thread. ``own`` is two ``BatchGatherer`` of the training thread, ``ring`` the
@@ -139,11 +157,13 @@ def batches(own, ring, indices):
             else:                               # not there yet: cheaper to copy than to wait
                 shared.claimed, late = k, late + 1
                 if late > LATE_ALLOWANCE + k // LATE_EVERY:     # no core to spare for it
-                    shared.stop.set()
+                    shared.stop()
                 yield own[k % 2].take(indices[k])
     finally:
-        shared.stop.set()
-        worker.join()          # the gather in flight, if any, finishes first
+        shared.stop()
+        worker.join(JOIN_SECONDS)   # the gather in flight, if any, finishes first
+        if worker.is_alive():       # no core for it now: it ends on its own, in its ring
+            _helpers[id(ring)] = worker
 
 
 class _Shared:
@@ -151,15 +171,29 @@ class _Shared:
     (``ready`` by the helper: the batches before it are in the ring or were gathered by the
     training thread; ``released`` and ``claimed`` by the training thread) and read without a
     lock. So handing over a batch costs the training thread an attribute read: no lock, no
-    wake-up. ``stop`` is set at the end of the epoch, or when the helper falls behind; the
-    helper naps on it while the ring is full."""
-    __slots__ = ("batches", "ready", "released", "claimed", "stop")
+    wake-up. ``stop()`` at the end of the epoch, or when the helper falls behind, sets
+    ``stopping`` and releases ``wake``, the lock the helper naps on while the ring is full:
+    releasing a lock never waits, where setting an ``Event`` takes a lock the helper holds
+    for a moment around each nap, and may hold for long when it loses its core."""
+    __slots__ = ("batches", "ready", "released", "claimed", "stopping", "wake")
 
     def __init__(self, size):
         self.batches = [None] * size
         self.ready = self.released = 1      # the first batch is gathered inline
         self.claimed = 0                    # the last batch the training thread gathered
-        self.stop = threading.Event()
+        self.stopping = False
+        self.wake = threading.Lock()
+        self.wake.acquire()                 # released once, by stop()
+
+    def stop(self):
+        """Tell the helper to stop (the training thread only; at once, whatever it holds)."""
+        if not self.stopping:
+            self.stopping = True
+            self.wake.release()
+
+    def nap(self, seconds):
+        """The helper's nap: True when woken by ``stop``."""
+        return self.wake.acquire(timeout=seconds)
 
 
 def _work(ring, indices, shared, idle_only):
@@ -177,11 +211,12 @@ def _work(ring, indices, shared, idle_only):
         idle_refused = True
         return
     started, k, size = time.perf_counter(), 1, len(ring)
-    while k < len(indices) and not shared.stop.is_set() and cores() >= 2:
+    while k < len(indices) and not shared.stopping and cores() >= 2:
         released = shared.released
         if k >= released + size:                # its slot still holds a batch in use
             pace = (time.perf_counter() - started) / released
-            shared.stop.wait(min(max(pace * (size // 2), MIN_NAP_SECONDS), MAX_NAP_SECONDS))
+            if shared.nap(min(max(pace * (size // 2), MIN_NAP_SECONDS), MAX_NAP_SECONDS)):
+                return
             continue
         k = max(k, shared.claimed + 1)          # the training thread took those itself
         if k >= len(indices) or k >= released + size:

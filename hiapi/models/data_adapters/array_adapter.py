@@ -40,7 +40,7 @@ class ArrayAdapter(DataAdapter):
         indices = [index for index, _, _ in batches]
         if prefetch.wanted(self.arrays, indices):     # batches copied ahead during the steps
             size = prefetch.ring_size(self.arrays, indices)
-            if self.ring is None or len(self.ring) != size:
+            if self.ring is None or len(self.ring) != size or prefetch.busy(self.ring):
                 self.spare_gather = self.spare_gather or data.BatchGatherer(self.arrays)
                 self.ring = [data.BatchGatherer(self.arrays) for _ in range(size)]
             feeds = prefetch.batches((self.gather, self.spare_gather), self.ring, indices)
