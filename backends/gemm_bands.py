@@ -155,15 +155,18 @@ def run(out, a, b, product, piece=None, beta=0.0):
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
     # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
-    blocks = None if piece is None or one_band else _threaded_blocks(out, a, b, beta, product,
-                                                                      piece)
+    blocks = None if piece is None or one_band else _along_k(
+        out, a, b, beta, threaded_blocks,
+        lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece, libraries))
     if blocks is not None:
         if _blas_threads() > 1:
             product(out, a, b)      # the threaded driver's bits, as the blocks give on one
         else:
             k_pieces.run(out, a, b, blocks, piece, beta)
         return
-    bounds = None if piece is None or one_band else _k_cut(out, a, b, beta, piece)
+    bounds = None if piece is None or one_band else _along_k(
+        out, a, b, beta, k_pieces,
+        lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))
     if bounds is not None:
         k_pieces.run(out, a, b, bounds, piece, beta)
         return
@@ -179,32 +182,20 @@ def _blas_threads():
     return min(lib.num_threads for lib in workers.blas_libraries())
 
 
-def _threaded_blocks(out, a, b, beta, product, piece):
-    """The blocks of ``k`` that give on one thread the bits of the product whole on more
-    (``backends/threaded_blocks.py``), or None; searched as ``_k_cut`` is."""
+def _along_k(out, a, b, beta, module, search):
+    """What ``module`` (``threaded_blocks`` or ``k_pieces``) found along ``k`` for this
+    product's shape and layout, searched the first time by ``search(libraries)``; None for
+    operands BLAS cannot take as they are, and not searched from inside a worker that holds
+    BLAS at one thread (the search sets BLAS's count for everyone, as ``_whole_is_invariant``'s
+    check does)."""
     if not blas.can_run(out, a, b):
         return None
-    blocks = threaded_blocks.known(a, b, beta)
-    if blocks is False:
+    found = module.known(a, b, beta)
+    if found is False:
         if workers.holds_blas_single_threaded():
             return None             # in bands this time; searched on a later call
-        blocks = threaded_blocks.blocks(out, a, b, beta, product, piece,
-                                        workers.blas_libraries())
-    return blocks
-
-
-def _k_cut(out, a, b, beta, piece):
-    """The cut along ``k`` whose pieces keep the bits on every count, or None (for operands
-    BLAS cannot take as they are, and not checked from inside a worker that holds BLAS at one
-    thread, as ``_whole_is_invariant``)."""
-    if not blas.can_run(out, a, b):
-        return None
-    bounds = k_pieces.known(a, b, beta)
-    if bounds is False:
-        if workers.holds_blas_single_threaded():
-            return None             # in bands this time; searched on a later call
-        bounds = k_pieces.cut(out, a, b, beta, piece, workers.blas_libraries())
-    return bounds
+        found = search(workers.blas_libraries())
+    return found
 
 
 def _whole_is_invariant(out, a, b, product):
