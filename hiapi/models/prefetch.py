@@ -101,7 +101,7 @@ LATE_ALLOWANCE, LATE_EVERY = 3, 8
 MIN_NAP_SECONDS, MAX_NAP_SECONDS = 0.0002, 0.05
 # how long the end of an epoch waits for its helper to end (it is told to stop first)
 JOIN_SECONDS = 0.005
-_helpers = {}          # id of a ring -> the helper thread that fills it
+_helpers: dict[int, threading.Thread] = {}     # id of a ring -> the helper that fills it
 
 
 def wanted(arrays, indices):
