@@ -24,7 +24,7 @@ user's may hide a difference (zeros, or a batch of one value); with random ones 
 ``k`` blocking changed most elements (52,192 of 65,536 in ``128x784 @ 784x512``), while the
 same blocking computes every element by the same operations, so equal bits once mean equal
 bits for all operands. (``backends/threaded_blocks.py`` and ``backends/k_pieces.py`` check
-their blocks and pieces the same way, with ``random_operands`` and ``blas_count``.)
+their blocks and pieces the same way, with ``random_operands`` and ``agreed``.)
 
 The check costs the product a few times, once per shape and layout for the life of the
 process; it runs only where the count is free to change (``gemm_bands.enable``) and never
@@ -71,13 +71,20 @@ def _check(out, a, b, product, libraries):
     if not checkable(a, b, libraries):
         return a.dtype.kind != "f"      # integers: numpy's own loop, one thread; else bands
     a_, b_, start = random_operands(out, a, b)
+    return agreed(counts(), libraries, start, lambda result: product(result, a_, b_)) is not None
+
+
+def agreed(counts, libraries, start, run):
+    """``run(result)`` on a copy of ``start`` with BLAS at each of ``counts`` threads: the
+    result when they all have the same bits, else None."""
     results = []
-    for count in counts():
-        with blas_count(libraries, count):
+    for count in counts:
+        with _blas_count(libraries, count):
             result = start.copy()
-            product(result, a_, b_)
+            run(result)
         results.append(result)
-    return all(np.array_equal(results[0], other) for other in results[1:])
+    same = all(np.array_equal(results[0], other) for other in results[1:])
+    return results[0] if same else None
 
 
 def checkable(a, b, libraries):
@@ -96,7 +103,7 @@ def random_operands(out, a, b):
 
 
 @contextlib.contextmanager
-def blas_count(libraries, count):
+def _blas_count(libraries, count):
     """BLAS at ``count`` threads inside, its counts as they were after."""
     saved = [lib.num_threads for lib in libraries]
     try:

@@ -75,13 +75,9 @@ def _search(out, a, b, beta, product, piece, libraries):
     if not counts or not thread_invariance.checkable(a, b, libraries):
         return None
     a_, b_, start = thread_invariance.random_operands(out, a, b)
-    wholes = []
-    for count in counts:
-        with thread_invariance.blas_count(libraries, count):
-            result = start.copy()
-            product(result, a_, b_)
-        wholes.append(result)
-    if not all(np.array_equal(wholes[0], other) for other in wholes[1:]):
+    whole = thread_invariance.agreed(counts, libraries, start,
+                                     lambda result: product(result, a_, b_))
+    if whole is None:
         return None
     tried = set()
     for q in CANDIDATE_Q:
@@ -89,9 +85,8 @@ def _search(out, a, b, beta, product, piece, libraries):
         if bounds is None or bounds in tried:
             continue
         tried.add(bounds)
-        with thread_invariance.blas_count(libraries, 1):
-            result = start.copy()
-            k_pieces.run(result, a_, b_, bounds, piece, beta)
-        if np.array_equal(result, wholes[0]):
+        one = thread_invariance.agreed([1], libraries, start, lambda result:
+                                       k_pieces.run(result, a_, b_, bounds, piece, beta))
+        if np.array_equal(one, whole):
             return bounds
     return None

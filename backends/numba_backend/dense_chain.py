@@ -106,16 +106,15 @@ class _Site:
         # descriptor gives the biases' bare addresses: each must be one run of floats)
         self.first = _first_served(rows, params[0::2]) if weights_are_state and \
             all(p.flags.c_contiguous and p.dtype == np.float32 for p in params) else None
-        self.served = self.first is not None
         self.hidden = None              # each layer's output block, with the descriptor
-        if self.served:
+        if self.first is not None:
             _warm_up(_parts(rows))
 
     def descriptor_for(self, out, params, activations):
         """The descriptor, or None where this site runs layer by layer (too few or too many
         rows, weights that are not Variables, or not float32 in C order)."""
         writes = state_writes.count()
-        if self.served and writes != self.writes:
+        if self.first is not None and writes != self.writes:
             weights = params[0::2]
             copies = [transposed.of(w) for w in weights[self.first:]]   # remade if changed
             if self.descriptor is None or any(a is not b for a, b in zip(copies, self.copies)):
@@ -181,7 +180,9 @@ def _chain_descriptor(transposed_weights, biases, activations, outputs):
 
 def _parts(rows):
     """Threads for a batch: the pools' count now (the thread tuner's choice), at most one per
-    4-row block."""
+    4-row block; one past ``MAX_ROWS``, where the loops run only a narrow tail (``NARROW``)."""
+    if rows > MAX_ROWS:
+        return 1
     return max(1, min(threads.active_threads(), (rows + 3) // 4))
 
 
@@ -218,8 +219,7 @@ def dense_chain(out, x_in, *params, activations, weights_are_state=False, worksp
         _by_layer(x, x_in, params[:2 * first], activations[:first], site.workspace)
     else:
         x = np.ascontiguousarray(x_in)           # a copy only of a strided view
-    rows = x.shape[0]
-    parts = 1 if rows > MAX_ROWS else _parts(rows)   # a narrow tail: see NARROW
+    parts = _parts(x.shape[0])
     K.set_input(descriptor, x, parts)
     workers.run(descriptor, parts)
 
