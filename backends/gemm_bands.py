@@ -49,6 +49,7 @@ work on 2 or 4 threads), and a product too small to share (``MIN_SPLIT_FLOPS``) 
 the calling thread. Products with leading (batch) dimensions are split along the first one
 instead, each matrix whole.
 """
+import ctypes
 from functools import lru_cache
 
 import numpy as np
@@ -61,6 +62,10 @@ MIN_BAND = 256              # rows or columns per band, at least (a multiple of 
 MAX_BANDS = 16
 MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
 _enabled = False            # set for good by the thread tuner: see the module docstring
+# (dtype, a's shape and strides, b's shape and strides, out's strides, beta != 0, no piece)
+# -> WHOLE, or the threaded driver's blocks along k: what ``run`` found for that layout
+_routes = {}
+WHOLE = "whole"
 
 
 def enable():
@@ -149,8 +154,34 @@ def run(out, a, b, product, piece=None, beta=0.0):
     ``piece(out, a_part, b_part, beta)``: ``product`` over a piece of ``k`` with the given
     ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
     ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
-    if not _enabled or _whole_is_invariant(out, a, b, product):
-        product(out, a, b)          # BLAS's own threads: the count is fixed, or changes no bit
+    if not _enabled:
+        product(out, a, b)          # BLAS's own threads: the count is fixed
+        return
+    # what was decided for this layout: the first call's checks, after a GEMM that left
+    # the caches cold, cost 50 us a product in the batch-256 evaluate step (issue #29)
+    route = _routes.get((a.dtype.char, a.shape, a.strides, b.shape, b.strides, out.strides,
+                         beta != 0, piece is None))
+    if route is WHOLE and not np.may_share_memory(a, b):
+        product(out, a, b)
+        return
+    if route is not None and route is not WHOLE:        # the threaded driver's blocks
+        if _blas_threads() > 1:
+            product(out, a, b)
+        else:
+            k_pieces.run(out, a, b, route, piece, beta)
+        return
+    _decide(out, a, b, product, piece, beta)
+
+
+def _decide(out, a, b, product, piece, beta):
+    """``run``'s checks in full; a product that runs whole, or in the threaded driver's
+    blocks, is noted in ``_routes`` for its next calls."""
+    key = (a.dtype.char, a.shape, a.strides, b.shape, b.strides, out.strides, beta != 0,
+           piece is None)
+    if _whole_is_invariant(out, a, b, product):
+        product(out, a, b)          # BLAS's own threads: the count changes no bit
+        if out.ndim == 2:
+            _routes[key] = WHOLE
         return
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
@@ -159,6 +190,7 @@ def run(out, a, b, product, piece=None, beta=0.0):
         out, a, b, beta, threaded_blocks,
         lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece, libraries))
     if blocks is not None:
+        _routes[key] = blocks
         if _blas_threads() > 1:
             product(out, a, b)      # the threaded driver's bits, as the blocks give on one
         else:
@@ -178,8 +210,33 @@ def run(out, a, b, product, piece=None, beta=0.0):
 
 
 def _blas_threads():
-    """The threads BLAS runs a call on now (a worker may hold it at one; 0.4 us to ask)."""
-    return min(lib.num_threads for lib in workers.blas_libraries())
+    """The threads BLAS runs a call on now (a worker may hold it at one)."""
+    counters = _thread_counters()
+    return counters[0]() if len(counters) == 1 else min(count() for count in counters)
+
+
+@lru_cache(maxsize=1)
+def _thread_counters():
+    """A function per BLAS library giving its thread count: OpenBLAS's own C function where
+    it is the one threadpoolctl asks, else threadpoolctl's property. Asked after a GEMM has
+    left the caches cold, the property's Python cost 19 us, the C function 3."""
+    return tuple(_c_counter(lib) or (lambda lib=lib: lib.num_threads)
+                 for lib in workers.blas_libraries())
+
+
+def _c_counter(lib):
+    """``openblas_get_num_threads`` (with the build's prefix and suffix) when threadpoolctl
+    reads ``lib``'s count from it and it agrees now, else None."""
+    if getattr(lib, "internal_api", None) != "openblas" or \
+            getattr(lib, "threading_layer", None) == "openmp":
+        return None
+    for prefix in ("", "scipy_"):
+        for suffix in ("", "64_", "_64"):
+            function = getattr(lib.dynlib, f"{prefix}openblas_get_num_threads{suffix}", None)
+            if function is not None:
+                function.restype, function.argtypes = ctypes.c_int, []
+                return function if function() == lib.num_threads else None
+    return None
 
 
 def _along_k(out, a, b, beta, module, search):

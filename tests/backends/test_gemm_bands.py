@@ -118,6 +118,7 @@ def test_a_product_whose_bits_follow_the_count_runs_in_bands_and_one_that_does_n
     if not chunk_workers.workers.blas_libraries():
         pytest.skip("no BLAS library that threadpoolctl controls")
     monkeypatch.setattr(thread_invariance, "_verdicts", {})
+    monkeypatch.setattr(gemm_bands, "_routes", {})
     monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
     rng = np.random.default_rng(5)
     for product, a_shape, whole in ((_count_dependent, (256, 300), False),
@@ -151,6 +152,7 @@ def test_a_product_that_depends_on_the_count_is_cut_along_k_into_pieces_that_do_
     if not chunk_workers.workers.blas_libraries():
         pytest.skip("no BLAS library that threadpoolctl controls")
     monkeypatch.setattr(thread_invariance, "_verdicts", {})
+    monkeypatch.setattr(gemm_bands, "_routes", {})
     monkeypatch.setattr(k_pieces, "_cuts", {})
     monkeypatch.setattr(threaded_blocks, "_found", {})
     monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
@@ -175,6 +177,7 @@ def test_pieces_after_the_first_add_to_it_and_the_first_keeps_the_callers_beta(m
     """The ``gemm`` op's ``alpha * a @ b + beta * c`` cut along k: the formula holds."""
     from hiapi.backends.numpy_backend import backend
     monkeypatch.setattr(thread_invariance, "_verdicts", {})
+    monkeypatch.setattr(gemm_bands, "_routes", {})
     monkeypatch.setattr(k_pieces, "_cuts", {})
     monkeypatch.setattr(thread_invariance, "_check", lambda out, a, b, product, libraries:
                         a.shape[1] <= 512)      # as if k = 784 depended on the count

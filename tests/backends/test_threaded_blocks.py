@@ -47,7 +47,7 @@ def _fresh(monkeypatch):
     if not libraries:
         pytest.skip("no BLAS library that threadpoolctl controls")
     for module, table in ((thread_invariance, "_verdicts"), (k_pieces, "_cuts"),
-                          (threaded_blocks, "_found")):
+                          (threaded_blocks, "_found"), (gemm_bands, "_routes")):
         monkeypatch.setattr(module, table, {})
     monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
     monkeypatch.setattr(gemm_bands, "_enabled", True)
@@ -140,3 +140,30 @@ def test_counts_above_one_that_disagree_are_not_replayed(monkeypatch):
     libraries = chunk_workers.workers.blas_libraries()
     assert threaded_blocks.blocks(np.empty((256, 512), np.float32), a, b, 0.0, product,
                                   lambda o, a_, b_, beta: product(o, a_, b_), libraries) is None
+
+
+def test_a_layouts_route_is_decided_once_and_follows_blas_count_after(monkeypatch):
+    """After the first call, a product in the threaded driver's blocks goes straight to its
+    route (``gemm_bands._routes``): whole while BLAS has two threads, the blocks on one,
+    with the same bits; no check runs again."""
+    a, b = _operands(784, seed=3)
+    decided = []
+    real = gemm_bands._decide
+    monkeypatch.setattr(gemm_bands, "_decide", lambda *args: decided.append(1) or real(*args))
+    two, ran_two = _run_on(2, 512, a, b, monkeypatch)
+    again, ran_again = _run_on(2, 512, a, b, monkeypatch)
+    one, ran_one = _run_on(1, 512, a, b, monkeypatch)
+    assert decided == [1]
+    assert ran_again == ["whole"] and ran_one == ["piece", "piece"]
+    np.testing.assert_array_equal(two, again)
+    np.testing.assert_array_equal(two, one)
+
+
+def test_blas_thread_count_is_read_as_threadpoolctl_reads_it():
+    """``gemm_bands._blas_threads`` asks OpenBLAS's C function directly (cheaper after a
+    GEMM than threadpoolctl's property); it must say what the property says."""
+    libraries = chunk_workers.workers.blas_libraries()
+    for count in (1, 2, 1):
+        for lib in libraries:
+            lib.set_num_threads(count)
+        assert gemm_bands._blas_threads() == min(lib.num_threads for lib in libraries) == count
