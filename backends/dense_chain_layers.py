@@ -42,14 +42,16 @@ def new_workspace(backend, out, params):
                                           [out.dtype], {}),), np.uint8)
 
 
-def by_layer(backend, out, x, params, activations, workspace, epilogue):
+def by_layer(backend, out, x, params, activations, workspace, epilogue, blocks=None):
     """Each layer: the backend's ``matmul`` into its block, then ``epilogue(h, bias, act)``
-    (the bias and activation, in place)."""
-    if workspace is None:
-        workspace = new_workspace(backend, out, params)
+    (the bias and activation, in place). ``blocks``: each layer's output array, when the
+    caller keeps them (``hidden_blocks``)."""
     weights, a = params[0::2], x
-    for w, b, act, h in zip(weights, params[1::2], activations,
-                            hidden_blocks(workspace, x.shape[0], weights, out.dtype, out)):
+    if blocks is None:
+        if workspace is None:
+            workspace = new_workspace(backend, out, params)
+        blocks = hidden_blocks(workspace, x.shape[0], weights, out.dtype, out)
+    for w, b, act, h in zip(weights, params[1::2], activations, blocks):
         backend.kernels["matmul"](h, a, w)
         epilogue(h, b, act)
         a = h

@@ -121,8 +121,10 @@ class _Site:
                 self.hidden = hidden_blocks(self.workspace, out.shape[0], weights, np.float32,
                                             out)
                 first = self.first
+                owed = (params[2 * first - 1], activations[first - 1]) if first else None
                 self.descriptor = _chain_descriptor(copies, params[1::2][first:],
-                                                    activations[first:], self.hidden[first:])
+                                                    activations[first:], self.hidden[first:],
+                                                    owed)
             self.copies, self.writes = copies, writes
         return self.descriptor
 
@@ -165,13 +167,17 @@ def _load_kernels():
     descriptor = _chain_descriptor([wt], [b], ["linear"], [out])
     K.set_input(descriptor, x, 1)
     K.chain_job(descriptor, 0)
+    K.run_alone(descriptor, x)
 
 
-def _chain_descriptor(transposed_weights, biases, activations, outputs):
+def _chain_descriptor(transposed_weights, biases, activations, outputs, owed=None):
     """The int64 descriptor ``chain_job`` reads (``dense_chain_kernels.py``): the header (the
-    input's address and the number of parts are set per call), then each layer's record."""
+    input's address and the number of parts are set per call; ``owed``, a (bias,
+    activation) the input still needs), then each layer's record."""
     wt0 = transposed_weights[0]
-    descriptor = [len(activations), outputs[0].shape[0], 1, 0, wt0.shape[1]]
+    bias, act = owed if owed is not None else (None, "linear")
+    descriptor = [len(activations), outputs[0].shape[0], 1, 0, wt0.shape[1],
+                  0 if bias is None else bias.ctypes.data, K.ACTIVATIONS[act]]
     for wt, b, act, h in zip(transposed_weights, biases, activations, outputs):
         descriptor += [wt.ctypes.data, wt.shape[0], b.ctypes.data, K.ACTIVATIONS[act],
                        h.ctypes.data]
@@ -214,20 +220,28 @@ def dense_chain(out, x_in, *params, activations, weights_are_state=False, worksp
         _by_layer(out, x_in, params, activations, site.workspace)
         return
     first = site.first
-    if first:                   # the wide layers first, on BLAS; their output feeds the loops
-        x = site.hidden[first - 1]
-        _by_layer(x, x_in, params[:2 * first], activations[:first], site.workspace)
+    if first:                   # the wide layers first, on BLAS; their output feeds the loops,
+        x = site.hidden[first - 1]      # which add the last one's bias and activation
+        _by_layer(x, x_in, params[:2 * first], activations[:first], site.workspace, False,
+                  site.hidden[:first])
     else:
         x = np.ascontiguousarray(x_in)           # a copy only of a strided view
     parts = _parts(x.shape[0])
+    if parts == 1:
+        K.run_alone(descriptor, x)
+        return
     K.set_input(descriptor, x, parts)
     workers.run(descriptor, parts)
 
 
-def _by_layer(out, x, params, activations, workspace):
+def _by_layer(out, x, params, activations, workspace, last_epilogue=True, blocks=None):
     """Layer by layer: the backend's GEMM (BLAS, or its fixed bands while the thread tuner
     adapts), then the bias and activation in one numba pass, as the unfused graph's fused
     loop did (numpy's two passes made the 784-1024-1024-10 MLP's batch-256 predict 5 %
-    slower)."""
-    by_layer(backend, out, x, params, activations, workspace,
-             lambda h, bias, act: K.add_bias_activate(h, bias, K.ACTIVATIONS[act]))
+    slower). Without ``last_epilogue`` the last layer's bias and activation are left to the
+    loops that read its output (the chain's narrow tail), which add them a block of rows at
+    a time, while those rows are in cache."""
+    def epilogue(h, bias, act):
+        if last_epilogue or h is not out:
+            K.add_bias_activate(h, bias, K.ACTIVATIONS[act])
+    by_layer(backend, out, x, params, activations, workspace, epilogue, blocks)

@@ -100,20 +100,32 @@ def dense_rows(a, wt, bias, act, c, r0, r1):
 
 
 @njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True)
-def add_bias_activate(c, bias, act):
-    """``c = act(c + bias)`` in place, one pass (the epilogue of a layer whose product BLAS
+def epilogue_rows(c, bias, act, r0, r1):
+    """``c[r0:r1] = act(c[r0:r1] + bias)`` in place (the epilogue of a layer whose product BLAS
     computed): the same arithmetic as the unfused graph's fused loop, so the same bits."""
     relu = act == RELU
-    for i in range(c.shape[0]):
+    for i in range(r0, r1):
         for j in range(c.shape[1]):
             v = _relu_if(c[i, j] + bias[j], relu)
             c[i, j] = _activate(v, act) if act == SIGMOID or act == TANH else v
 
 
+@njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True)
+def add_bias_activate(c, bias, act):
+    """``c = act(c + bias)`` in place, one pass over every row."""
+    epilogue_rows(c, bias, act, 0, c.shape[0])
+
+
 # The descriptor of a chain (int64): its header, then one record per layer. Addresses, not
 # arrays, so that a helper thread that never takes the GIL can be handed a new batch.
-LAYERS, ROWS, PARTS, X, X_COLUMNS = 0, 1, 2, 3, 4
-HEADER, RECORD = 5, 5
+# X_BIAS (an address, or 0) and X_ACTIVATION: the epilogue still owed to the input, the
+# output of a wide layer whose product BLAS computed, run here block by block of rows.
+LAYERS, ROWS, PARTS, X, X_COLUMNS, X_BIAS, X_ACTIVATION = 0, 1, 2, 3, 4, 5, 6
+HEADER, RECORD = 7, 5
+# Rows per block when the input's epilogue runs here: 16 rows of 1024 floats (64 KiB) stay in
+# this core's cache from the epilogue to the last of the head's passes over them (one per 4
+# columns), where the whole 1 MiB input was read from further out by each
+TAIL_BLOCK = 16
 WT, COLUMNS, BIAS, ACTIVATION, OUT = 0, 1, 2, 3, 4
 
 
@@ -145,15 +157,34 @@ def chain_job(descriptor, part):
     r0, r1 = rows_of_part(rows, descriptor[PARTS], part)
     if r0 >= r1:
         return
-    a = carray(_float32_at(descriptor[X]), (rows, descriptor[X_COLUMNS]))
-    for layer in range(descriptor[LAYERS]):
-        at = HEADER + RECORD * layer
-        columns = descriptor[at + COLUMNS]
-        wt = carray(_float32_at(descriptor[at + WT]), (columns, a.shape[1]))
-        bias = carray(_float32_at(descriptor[at + BIAS]), (columns,))
-        c = carray(_float32_at(descriptor[at + OUT]), (rows, columns))
-        dense_rows(a, wt, bias, descriptor[at + ACTIVATION], c, r0, r1)
-        a = c
+    x = carray(_float32_at(descriptor[X]), (rows, descriptor[X_COLUMNS]))
+    owed = descriptor[X_BIAS]
+    # blocks start on multiples of 4 from r0: each row takes the path it takes whole
+    block = TAIL_BLOCK if owed else r1 - r0
+    for b0 in range(r0, r1, block):
+        b1 = min(r1, b0 + block)
+        if owed:
+            epilogue_rows(x, carray(_float32_at(owed), (x.shape[1],)),
+                          descriptor[X_ACTIVATION], b0, b1)
+        a = x
+        for layer in range(descriptor[LAYERS]):
+            at = HEADER + RECORD * layer
+            columns = descriptor[at + COLUMNS]
+            wt = carray(_float32_at(descriptor[at + WT]), (columns, a.shape[1]))
+            bias = carray(_float32_at(descriptor[at + BIAS]), (columns,))
+            c = carray(_float32_at(descriptor[at + OUT]), (rows, columns))
+            dense_rows(a, wt, bias, descriptor[at + ACTIVATION], c, b0, b1)
+            a = c
+
+
+@njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True)
+def run_alone(descriptor, x):
+    """The whole chain on input ``x``, on the calling thread: ``set_input`` and ``chain_job``
+    in one call (each numba call's dispatch costs ~10 us with the caches cold, as they are
+    after the wide layers' GEMMs)."""
+    descriptor[X] = x.ctypes.data
+    descriptor[PARTS] = 1
+    chain_job(descriptor, 0)
 
 
 @njit(nogil=True, cache=True)

@@ -413,9 +413,10 @@ def test_a_large_batch_runs_its_narrow_last_layers_in_the_loops(sizes, on_blas, 
     _numba_backend()
     from hiapi.backends.numba_backend import dense_chain as module
     calls, parts = [], []
-    original, run = module._by_layer, module.workers.run
+    original, run, alone = module._by_layer, module.workers.run, module.K.run_alone
     monkeypatch.setattr(module, "_by_layer", lambda *a: calls.append(a[0].shape) or original(*a))
     monkeypatch.setattr(module.workers, "run", lambda d, n: parts.append(n) or run(d, n))
+    monkeypatch.setattr(module.K, "run_alone", lambda d, x: parts.append(1) or alone(d, x))
     rng = np.random.default_rng(16)
     params = _params(rng, sizes)
     activations = ("relu",) * (len(sizes) - 2) + ("linear",)
@@ -436,3 +437,22 @@ def test_weights_not_in_c_order_run_layer_by_layer():
     x = rng.standard_normal((16, 10)).astype(np.float32)
     np.testing.assert_allclose(_run_kernel(x, params, ("relu", "linear")),
                                _reference(x, params, ("relu", "linear")), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("rows", [65, 130, 257])
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh"])
+def test_the_tail_adds_the_wide_layers_bias_and_activation_with_the_same_bits(rows, act):
+    """Past MAX_ROWS the last wide layer's bias and activation run in the tail's loops, a
+    block of rows at a time (``TAIL_BLOCK``), not in a pass of their own after BLAS: the bits
+    are those of that pass followed by the loops over all rows, whatever the block edges."""
+    _numba_backend()
+    from hiapi.backends.numba_backend import dense_chain_kernels as K
+    rng = np.random.default_rng(17)
+    params = _params(rng, (40, 48, 10))
+    x = rng.standard_normal((rows, 40)).astype(np.float32)
+    out = _run_kernel(x, params, (act, "linear"))
+    h = x @ params[0]
+    K.add_bias_activate(h, params[1], K.ACTIVATIONS[act])
+    expected = np.empty_like(out)
+    K.dense_rows(h, np.ascontiguousarray(params[2].T), params[3], K.LINEAR, expected, 0, rows)
+    np.testing.assert_array_equal(out, expected)
