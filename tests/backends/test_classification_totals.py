@@ -97,6 +97,25 @@ def test_argmax_hits_over_leading_axes_and_strided_scores(backend):
     assert out == np.sum(np.argmax(scores, -1) == labels)
 
 
+@BACKENDS
+@pytest.mark.parametrize("strided", ["scores", "labels"])
+def test_a_classifiers_strided_rows_are_still_right(backend, strided):
+    """(rows, classes) scores and (rows,) labels go to the loops as they are; a strided one
+    goes op by op, with the same results."""
+    rng = np.random.default_rng(6)
+    scores = (rng.standard_normal((12, 10)) * 4).astype(np.float32)
+    labels = rng.integers(0, 10, 24)
+    if strided == "scores":
+        scores, labels = np.repeat(scores, 2, axis=1)[:, ::2], labels[:12]
+    else:
+        labels = labels[::2]
+    total, hits = np.empty((), np.float32), np.empty((), np.float64)
+    backend.kernels["sparse_cross_entropy_total"](total, scores, labels)
+    backend.kernels["argmax_hits"](hits, scores, labels, dtype=np.dtype(np.float64))
+    assert float(total) == pytest.approx(_cross_entropy_total(scores, labels), rel=1e-5)
+    assert hits == np.sum(np.argmax(scores, -1) == labels)
+
+
 def test_the_ops_on_the_current_backend_and_their_gradients():
     """Forward against numpy and float64 finite differences of the cross-entropy total's
     gradient (that of the unfused ops); the count has none."""
