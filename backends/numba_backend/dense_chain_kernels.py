@@ -180,8 +180,7 @@ def chain_job(descriptor, part):
 @njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True)
 def run_alone(descriptor, x):
     """The whole chain on input ``x``, on the calling thread: ``set_input`` and ``chain_job``
-    in one call (each numba call's dispatch costs ~10 us with the caches cold, as they are
-    after the wide layers' GEMMs)."""
+    in one numba call, where ``workers.run`` would make two for one part."""
     descriptor[X] = x.ctypes.data
     descriptor[PARTS] = 1
     chain_job(descriptor, 0)

@@ -158,12 +158,3 @@ def test_a_layouts_route_is_decided_once_and_follows_blas_count_after(monkeypatc
     np.testing.assert_array_equal(two, again)
     np.testing.assert_array_equal(two, one)
 
-
-def test_blas_thread_count_is_read_as_threadpoolctl_reads_it():
-    """``gemm_bands._blas_threads`` asks OpenBLAS's C function directly (cheaper after a
-    GEMM than threadpoolctl's property); it must say what the property says."""
-    libraries = chunk_workers.workers.blas_libraries()
-    for count in (1, 2, 1):
-        for lib in libraries:
-            lib.set_num_threads(count)
-        assert gemm_bands._blas_threads() == min(lib.num_threads for lib in libraries) == count
