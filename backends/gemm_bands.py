@@ -61,8 +61,7 @@ MIN_BAND = 256              # rows or columns per band, at least (a multiple of 
 MAX_BANDS = 16
 MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
 _enabled = False            # set for good by the thread tuner: see the module docstring
-# (dtype, a's shape and strides, b's shape and strides, out's strides, beta != 0, no piece)
-# -> WHOLE, or the threaded driver's blocks along k: what ``run`` found for that layout
+# ``_layout`` -> WHOLE, or the threaded driver's blocks along k: what ``run`` found for it
 _routes = {}
 WHOLE = "whole"
 
@@ -158,8 +157,7 @@ def run(out, a, b, product, piece=None, beta=0.0):
         return
     # what was decided for this layout, without asking again (a step's products keep their
     # shapes and strides from call to call)
-    route = _routes.get((a.dtype.char, a.shape, a.strides, b.shape, b.strides, out.strides,
-                         beta != 0, piece is None))
+    route = _routes.get(_layout(out, a, b, piece, beta))
     if route is WHOLE and not np.may_share_memory(a, b):
         product(out, a, b)
         return
@@ -172,11 +170,17 @@ def run(out, a, b, product, piece=None, beta=0.0):
     _decide(out, a, b, product, piece, beta)
 
 
+def _layout(out, a, b, piece, beta):
+    """What a route is kept under: the operands' dtype, shapes and strides, the output's
+    strides, whether ``beta`` adds and whether there is a ``piece``."""
+    return (a.dtype.char, a.shape, a.strides, b.shape, b.strides, out.strides, beta != 0,
+            piece is None)
+
+
 def _decide(out, a, b, product, piece, beta):
     """``run``'s checks in full; a product that runs whole, or in the threaded driver's
     blocks, is noted in ``_routes`` for its next calls."""
-    key = (a.dtype.char, a.shape, a.strides, b.shape, b.strides, out.strides, beta != 0,
-           piece is None)
+    key = _layout(out, a, b, piece, beta)
     if _whole_is_invariant(out, a, b, product):
         product(out, a, b)          # BLAS's own threads: the count changes no bit
         if out.ndim == 2:
