@@ -157,17 +157,12 @@ def run(out, a, b, product, piece=None, beta=0.0):
         return
     # what was decided for this layout, without asking again (a step's products keep their
     # shapes and strides from call to call)
-    route = _routes.get(_layout(out, a, b, piece, beta))
-    if route is WHOLE and not np.may_share_memory(a, b):
-        product(out, a, b)
-        return
-    if route is not None and route is not WHOLE:        # the threaded driver's blocks
-        if _blas_threads() > 1:
-            product(out, a, b)
-        else:
-            k_pieces.run(out, a, b, route, piece, beta)
-        return
-    _decide(out, a, b, product, piece, beta)
+    key = _layout(out, a, b, piece, beta)
+    route = _routes.get(key)
+    if route is None or (route is WHOLE and np.may_share_memory(a, b)):
+        route = _decide(key, out, a, b, product, piece, beta)
+    if route is not None:
+        _follow(route, out, a, b, product, piece, beta)
 
 
 def _layout(out, a, b, piece, beta):
@@ -177,15 +172,23 @@ def _layout(out, a, b, piece, beta):
             piece is None)
 
 
-def _decide(out, a, b, product, piece, beta):
-    """``run``'s checks in full; a product that runs whole, or in the threaded driver's
-    blocks, is noted in ``_routes`` for its next calls."""
-    key = _layout(out, a, b, piece, beta)
+def _follow(route, out, a, b, product, piece, beta):
+    """The product along a kept route: whole on BLAS's threads (``WHOLE``, or the threaded
+    driver's blocks while BLAS has more than one thread: its bits), else those blocks."""
+    if route is WHOLE or _blas_threads() > 1:
+        product(out, a, b)
+    else:
+        k_pieces.run(out, a, b, route, piece, beta)
+
+
+def _decide(key, out, a, b, product, piece, beta):
+    """``run``'s checks in full. Returns the route to follow, ``WHOLE`` or the threaded
+    driver's blocks, kept in ``_routes`` under ``key``; or None after running the product
+    itself (cut along ``k``, or in bands)."""
     if _whole_is_invariant(out, a, b, product):
-        product(out, a, b)          # BLAS's own threads: the count changes no bit
         if out.ndim == 2:
             _routes[key] = WHOLE
-        return
+        return WHOLE
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
     # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
@@ -194,11 +197,7 @@ def _decide(out, a, b, product, piece, beta):
         lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece, libraries))
     if blocks is not None:
         _routes[key] = blocks
-        if _blas_threads() > 1:
-            product(out, a, b)      # the threaded driver's bits, as the blocks give on one
-        else:
-            k_pieces.run(out, a, b, blocks, piece, beta)
-        return
+        return blocks
     bounds = None if piece is None or one_band else _along_k(
         out, a, b, beta, k_pieces,
         lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))

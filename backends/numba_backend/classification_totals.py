@@ -53,18 +53,14 @@ def _hits(scores, labels):
 
 def _rows(scores, labels):
     """``scores`` as (rows, classes) and ``labels`` flat, when the loops take them, else None.
-    A classifier's (rows, classes) and (rows,) are taken as they are, without the general
-    check's two reshapes (two new array objects at every call)."""
-    if scores.ndim == 2 and labels.ndim == 1:
-        if scores.dtype in _FLOATS and labels.dtype.kind in "iu" and scores.shape[1] and \
-                len(labels) == len(scores) and scores.flags.c_contiguous and \
-                labels.flags.c_contiguous:
-            return scores, labels
-        return None
+    A classifier's (rows, classes) and (rows,) are taken as they are: a reshape makes a new
+    array object at every call."""
     if scores.dtype not in _FLOATS or labels.dtype.kind not in "iu" or scores.ndim == 0 or \
             scores.shape[-1] == 0 or labels.size * scores.shape[-1] != scores.size or \
             not scores.flags.c_contiguous or not labels.flags.c_contiguous:
         return None
+    if scores.ndim == 2 and labels.ndim == 1:
+        return scores, labels
     return scores.reshape(-1, scores.shape[-1]), labels.reshape(-1)
 
 

@@ -170,7 +170,6 @@ def _load_kernels():
     descriptor = _chain_descriptor([wt], [b], ["linear"], [out])
     K.set_input(descriptor, x, 1)
     K.chain_job(descriptor, 0)
-    K.run_alone(descriptor, x)
 
 
 def _chain_descriptor(transposed_weights, biases, activations, outputs, owed=None):
@@ -230,9 +229,6 @@ def dense_chain(out, x_in, *params, activations, weights_are_state=False, worksp
     else:
         x = np.ascontiguousarray(x_in)           # a copy only of a strided view
     parts = _parts(x.shape[0])
-    if parts == 1:
-        K.run_alone(descriptor, x)
-        return
     K.set_input(descriptor, x, parts)
     workers.run(descriptor, parts)
 

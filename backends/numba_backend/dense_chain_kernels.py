@@ -177,15 +177,6 @@ def chain_job(descriptor, part):
             a = c
 
 
-@njit(fastmath=FASTMATH, nogil=True, boundscheck=False, cache=True)
-def run_alone(descriptor, x):
-    """The whole chain on input ``x``, on the calling thread: ``set_input`` and ``chain_job``
-    in one numba call, where ``workers.run`` would make two for one part."""
-    descriptor[X] = x.ctypes.data
-    descriptor[PARTS] = 1
-    chain_job(descriptor, 0)
-
-
 @njit(nogil=True, cache=True)
 def serve(flags, part, turns):
     """A spin worker's loop over ``chain_job`` (``spin_workers.py``): job after job until none

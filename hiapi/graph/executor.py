@@ -185,8 +185,7 @@ class Executable:
             if i is not None:
                 bufs[i] = array
         for i, variable in self.state_slots:
-            bufs[i] = variable._storage     # the property's call, per Variable per step, costs
-                                            # microseconds with the caches cold after a GEMM
+            bufs[i] = variable.storage
         tracer, replay = timeline.ACTIVE, None
         if times is None and tracer is None:
             # a device backend may replay the steps as one recorded graph (not while timed)

@@ -413,10 +413,9 @@ def test_a_large_batch_runs_its_narrow_last_layers_in_the_loops(sizes, on_blas, 
     _numba_backend()
     from hiapi.backends.numba_backend import dense_chain as module
     calls, parts = [], []
-    original, run, alone = module._by_layer, module.workers.run, module.K.run_alone
+    original, run = module._by_layer, module.workers.run
     monkeypatch.setattr(module, "_by_layer", lambda *a: calls.append(a[0].shape) or original(*a))
     monkeypatch.setattr(module.workers, "run", lambda d, n: parts.append(n) or run(d, n))
-    monkeypatch.setattr(module.K, "run_alone", lambda d, x: parts.append(1) or alone(d, x))
     rng = np.random.default_rng(16)
     params = _params(rng, sizes)
     activations = ("relu",) * (len(sizes) - 2) + ("linear",)
