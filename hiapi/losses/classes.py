@@ -80,6 +80,8 @@ class CosineSimilarity(_Builtin):
 
 
 class _Probabilistic(_Builtin):
+    broadcasts = False      # Keras's backends require labels shaped like the predictions
+
     def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
                  reduction: Reduction = SUM_OVER_BATCH, name: str | None = None,
                  dtype: DTypeLike | None = None) -> None:
@@ -125,6 +127,7 @@ class CategoricalCrossentropy(_Probabilistic):
 
 class BinaryFocalCrossentropy(_Builtin):
     """Binary cross-entropy that down-weights easy examples (see ``binary_focal_crossentropy``)."""
+    broadcasts = False
     function = staticmethod(functions.binary_focal_crossentropy)
 
     def __init__(self, apply_class_balancing: bool = False, alpha: float = 0.25, gamma: float = 2.0,
@@ -141,6 +144,7 @@ class BinaryFocalCrossentropy(_Builtin):
 class CategoricalFocalCrossentropy(_Builtin):
     """Categorical cross-entropy that down-weights easy examples (see
     ``categorical_focal_crossentropy``)."""
+    broadcasts = False
     function = staticmethod(functions.categorical_focal_crossentropy)
 
     def __init__(self, alpha: float = 0.25, gamma: float = 2.0, from_logits: bool = False,

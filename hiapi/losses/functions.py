@@ -43,10 +43,11 @@ def loss_function(fn):
     return wrapper
 
 
-def _aligned(name, y_true, y_pred):
-    """Labels cast to the predictions' dtype, both at the same rank, or a named error."""
+def _aligned(name, y_true, y_pred, broadcast=True):
+    """Labels cast to the predictions' dtype, both at the same rank, or a named error; the
+    shapes must broadcast together, or with ``broadcast=False`` (cross-entropies) be equal."""
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
-    check_same_shape(name, y_true.shape, y_pred.shape)
+    check_same_shape(name, y_true.shape, y_pred.shape, broadcast)
     return ops.cast(y_true, y_pred.dtype), y_pred
 
 
@@ -182,7 +183,7 @@ def poisson(y_true, y_pred):
 @loss_function
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
     """Binary cross-entropy per element, averaged over ``axis``; labels smoothed towards 0.5."""
-    y_true, y_pred = _aligned("binary_crossentropy", y_true, y_pred)
+    y_true, y_pred = _aligned("binary_crossentropy", y_true, y_pred, broadcast=False)
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
     logits = _logits(y_pred, from_logits)
@@ -200,7 +201,7 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
 def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
     """Cross-entropy against one-hot (or soft) labels; with ``label_smoothing`` s the labels
     become ``y * (1 - s) + s / classes`` (Szegedy et al. 2016)."""
-    y_true, y_pred = _aligned("categorical_crossentropy", y_true, y_pred)
+    y_true, y_pred = _aligned("categorical_crossentropy", y_true, y_pred, broadcast=False)
     logits = _logits(y_pred, from_logits, axis)
     y_true, y_pred = _to_last(y_true, axis), _to_last(y_pred, axis)
     if label_smoothing:
@@ -217,7 +218,7 @@ def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing=False, alpha
     """Binary cross-entropy scaled by ``(1 - p_t)^gamma`` so easy examples count less (Lin et
     al. 2017, https://arxiv.org/abs/1708.02002); with ``apply_class_balancing`` class 1 weighs
     ``alpha`` and class 0 ``1 - alpha``."""
-    y_true, y_pred = _aligned("binary_focal_crossentropy", y_true, y_pred)
+    y_true, y_pred = _aligned("binary_focal_crossentropy", y_true, y_pred, broadcast=False)
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
     p = _clip(ops.sigmoid(y_pred) if from_logits else y_pred)
@@ -234,7 +235,7 @@ def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0, from_l
                                    label_smoothing=0.0, axis=-1):
     """Categorical cross-entropy with each class's term scaled by ``alpha * (1 - p)^gamma``
     (Lin et al. 2017), for one-hot labels."""
-    y_true, y_pred = _aligned("categorical_focal_crossentropy", y_true, y_pred)
+    y_true, y_pred = _aligned("categorical_focal_crossentropy", y_true, y_pred, broadcast=False)
     y_true, y_pred = _to_last(y_true, axis), _to_last(y_pred, axis)
     if from_logits:
         y_pred = ops.softmax(y_pred)

@@ -116,6 +116,7 @@ class LossFunctionWrapper(WrapsFunctionConfig, Loss):
     predictions are first brought to the same rank (Keras's leniency for (batch,) labels and
     (batch, 1) predictions)."""
     same_shape = False      # built-in wrappers check labels against predictions when compiled
+    broadcasts = True       # ... allowing shapes that broadcast (all but the cross-entropies)
 
     def __init__(self, fn: Callable[..., Any], reduction: Reduction = "sum_over_batch_size",
                  name: str | None = None, dtype: DTypeLike | None = None, **kwargs: Any) -> None:
@@ -130,4 +131,4 @@ class LossFunctionWrapper(WrapsFunctionConfig, Loss):
 
     def check_labels(self, y_true_shape, y_pred_shape):
         if self.same_shape:
-            check_same_shape(self.name, y_true_shape, y_pred_shape)
+            check_same_shape(self.name, y_true_shape, y_pred_shape, self.broadcasts)

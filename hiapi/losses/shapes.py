@@ -2,8 +2,10 @@
 
 Keras aligns the two before every loss and metric (``squeeze_or_expand_to_same_rank``): labels
 of shape (batch,) go with predictions of shape (batch, 1) by adding the trailing axis of size 1
-(or dropping it from the side that has one more axis). Shapes that still differ afterwards are
-a mistake, reported with both shapes rather than left to broadcasting.
+(or dropping it from the side that has one more axis). Afterwards the elementwise losses
+(squared, absolute, hinge, Poisson...) broadcast as Keras's do, so labels (batch, 10) go with
+predictions (batch, 1); the cross-entropies need the same shape, as Keras's backends check.
+Shapes that do not fit are a mistake, reported with both shapes.
 """
 from hiapi.graph import ops
 
@@ -70,14 +72,19 @@ def shape_text(shape):
         ("," if len(shape) == 1 else "") + ")"
 
 
-def check_same_shape(name, true_shape, pred_shape):
+def _dims_fit(a, b, broadcast):
+    return a is None or b is None or a == b or (broadcast and 1 in (a, b))
+
+
+def check_same_shape(name, true_shape, pred_shape, broadcast=False):
     """Raise a ValueError naming ``name`` unless the labels fit the predictions once aligned
-    (a None dimension fits any size)."""
+    (a None dimension fits any size; with ``broadcast``, so does a dimension of size 1)."""
     aligned_true, aligned_pred = aligned_shapes(true_shape, pred_shape)
     fits = len(aligned_true) == len(aligned_pred) and all(
-        a is None or b is None or a == b for a, b in zip(aligned_true, aligned_pred))
+        _dims_fit(a, b, broadcast) for a, b in zip(aligned_true, aligned_pred))
     if not fits:
+        rule = "broadcast together" if broadcast else "have the same shape"
         raise ValueError(
             f"{name}: labels of shape {shape_text(true_shape)} do not fit predictions of shape "
-            f"{shape_text(pred_shape)}: they must have the same shape (up to a trailing axis of "
-            f"size 1, added or dropped as in Keras)")
+            f"{shape_text(pred_shape)}: they must {rule} (up to a trailing axis of size 1, "
+            f"added or dropped as in Keras)")

@@ -1,5 +1,6 @@
 """Helpers with Keras's names: seeding, label encoding, padding sequences, sessions, model
-plots, datasets from folders of images or text and from time series, image files."""
+plots, the serialization API (``keras.utils`` exports it too), datasets from folders of images
+or text and from time series, image files."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +15,10 @@ from hiapi.utils.naming import clear_session
 from hiapi.utils.plot_model import model_to_dot, plot_model
 from hiapi.utils.py_dataset import PyDataset, Sequence
 from hiapi.utils.sequence_utils import pad_sequences
+from hiapi.utils.serialization import (CustomObjectScope, custom_object_scope,  # noqa: F401
+                                       deserialize_keras_object, get_custom_objects,
+                                       get_registered_name, get_registered_object,
+                                       register_keras_serializable, serialize_keras_object)
 from hiapi.utils.text_dataset import text_dataset_from_directory
 from hiapi.utils.timeseries_dataset import timeseries_dataset_from_array
 

@@ -162,6 +162,25 @@ def test_incompatible_labels_name_the_loss_and_shapes(loss):
         model.fit(np.ones((4, 3), np.float32), np.ones((4, 3), np.float32), verbose=0)
 
 
+def test_elementwise_losses_broadcast_labels_as_keras_does():
+    """Keras's guide fits Dense(1) to labels of shape (8, 10): the squared error broadcasts,
+    the cross-entropies still need equal shapes."""
+    t, p = RNG.uniform(size=(8, 10)), RNG.uniform(0.1, 0.9, (8, 1))
+    np.testing.assert_allclose(losses.mean_squared_error(t, p), ((t - p) ** 2).mean(-1),
+                               rtol=1e-6)
+    model = hiapi.Sequential([hiapi.Input((10,)), hiapi.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mean_squared_error")
+    x = RNG.normal(size=(8, 10)).astype(np.float32)
+    model.fit(x, t, verbose=0)
+    want = ((t - model.predict(x, verbose=0)) ** 2).mean()
+    assert model.evaluate(x, t, verbose=0) == pytest.approx(want, rel=1e-5)
+    with pytest.raises(ValueError, match=r"binary_crossentropy: .*must have the same shape"):
+        losses.binary_crossentropy(t, p)
+    model.compile(optimizer="sgd", loss="binary_crossentropy")
+    with pytest.raises(ValueError, match=r"labels of shape \(None, 10\) do not fit"):
+        model.fit(x, t, verbose=0)
+
+
 def test_incompatible_arrays_name_the_function():
     with pytest.raises(ValueError, match=r"mean_squared_error: labels of shape \(4, 3\) do not "
                                          r"fit predictions of shape \(4, 2\)"):

@@ -287,3 +287,22 @@ def test_an_unbuilt_sequential_round_trips_and_builds_from_the_data():
     assert "build_input_shape" not in config and len(config["layers"]) == 2
     copy = hiapi.Sequential.from_config(config)
     assert copy.predict(X, verbose=0).shape == (5, 2)
+
+
+def test_keras_utils_exports_the_serialization_api():
+    """Keras 3 exports the registry and (de)serializers from keras.utils as well as
+    keras.saving; the customizing-saving guide uses keras.utils.register_keras_serializable."""
+    @hiapi.utils.register_keras_serializable(package="test_utils")
+    def triple(x):
+        return 3.0 * x
+    try:
+        assert hiapi.saving.get_registered_object("test_utils>triple") is triple
+        assert hiapi.utils.get_registered_name(triple) == "test_utils>triple"
+        entry = hiapi.utils.serialize_keras_object(triple)
+        assert hiapi.utils.deserialize_keras_object(entry) is triple
+        with hiapi.utils.custom_object_scope({"Offset": Offset}):
+            assert hiapi.utils.get_registered_object("Offset") is Offset
+        assert hiapi.utils.get_custom_objects() is hiapi.saving.get_custom_objects()
+        assert hiapi.utils.CustomObjectScope is hiapi.saving.CustomObjectScope
+    finally:
+        del hiapi.saving.get_custom_objects()["test_utils>triple"]
