@@ -51,8 +51,7 @@ def serialize_keras_object(obj: Any, strict: bool = False) -> Any:
     if isinstance(obj, Layer):
         return serialize_layer(obj, strict)
     if inspect.isfunction(obj) or inspect.isbuiltin(obj):
-        return {"module": obj.__module__, "class_name": "function",
-                "config": get_registered_name(obj), "registered_name": "function"}
+        return layer_config.function_object(obj)
     if hasattr(obj, "get_config"):
         return _serialize_object(obj, strict)
     raise TypeError(f"serialize_keras_object: cannot serialize {obj!r} "
@@ -77,10 +76,23 @@ def serialize_layer(layer: Layer, strict: bool = False) -> dict[str, Any]:
     entry = keras_config(strict) if keras_config is not None else None
     if entry is None:
         entry = layer_config.to_keras(layer, strict)
+        entry["config"] = {key: _nested_object(value, strict)
+                           for key, value in entry["config"].items()}
         shape = getattr(layer, "_build_input_shape", None)
         if shape is not None:
             entry["build_config"] = {"input_shape": _shape_list(shape)}
     return entry
+
+
+def _nested_object(value, strict):
+    """A layer, regularizer, initializer... that a layer's ``get_config`` returns as it is
+    (a custom layer holding a sublayer) serialized as Keras's ``serialize_dict`` does, so the
+    config is JSON; the layer's ``from_config`` deserializes it, as Keras requires."""
+    if isinstance(value, (list, tuple)):
+        return [_nested_object(item, strict) for item in value]
+    if isinstance(value, Layer) or (hasattr(value, "get_config") and not isinstance(value, type)):
+        return serialize_keras_object(value, strict)
+    return value
 
 
 def _shape_list(shape):

@@ -306,3 +306,70 @@ def test_keras_utils_exports_the_serialization_api():
         assert hiapi.utils.CustomObjectScope is hiapi.saving.CustomObjectScope
     finally:
         del hiapi.saving.get_custom_objects()["test_utils>triple"]
+
+
+@hiapi.saving.register_keras_serializable(package="test_serialization", name="cube")
+def cube(x):
+    return x * x * x
+
+
+def test_a_custom_activation_function_saves_by_its_registered_name(tmp_path):
+    """Keras writes Dense(activation=fn) as a function object naming ``package>name``; hiapi
+    left the function itself in config.json, which json could not write."""
+    def halve(x):
+        return x / 2.0
+    inputs = hiapi.Input((4,))
+    hidden = layers.Dense(3, activation=cube, name="cubed")(inputs)
+    model = hiapi.Model(inputs, layers.Dense(2, activation=halve, name="halved")(hidden))
+    model.save(tmp_path / "f.keras")
+    with zipfile.ZipFile(tmp_path / "f.keras") as archive:
+        entries = {e["name"]: e for e in json.loads(archive.read("config.json"))["config"]["layers"]}
+    assert entries["cubed"]["config"]["activation"] == {
+        "module": __name__, "class_name": "function", "config": "test_serialization>cube",
+        "registered_name": "function"}
+    with pytest.raises(ValueError, match=r"Unknown function 'halve'.*custom_objects"):
+        hiapi.models.load_model(tmp_path / "f.keras")
+    loaded = hiapi.models.load_model(tmp_path / "f.keras", custom_objects={"halve": halve})
+    assert loaded.get_layer("cubed").activation is cube
+    assert_same_predictions(model, loaded, X)
+    with pytest.raises(ValueError, match=r"activation=<function.*lambda.*register"):
+        hiapi.Sequential([hiapi.Input((4,)), layers.Dense(2, activation=lambda x: x)]).save(
+            tmp_path / "l.keras")
+
+
+@hiapi.saving.register_keras_serializable(package="test_serialization")
+class Around(layers.Layer):
+    """Holds a sublayer and a regularizer given to its constructor (the guide's MyDense and
+    CustomModel)."""
+    def __init__(self, inner, penalty=None, **kwargs):
+        super().__init__(**kwargs)
+        self.inner, self.penalty = inner, penalty
+
+    def call(self, inputs):
+        return self.inner(inputs) + 1.0
+
+    def get_config(self):
+        return {**super().get_config(), "inner": self.inner, "penalty": self.penalty}
+
+    @classmethod
+    def from_config(cls, config):
+        config["inner"] = hiapi.layers.deserialize(config["inner"])
+        return cls(**config)
+
+
+def test_layers_and_objects_in_a_custom_config_are_serialized_as_keras_does(tmp_path):
+    layer = Around(layers.Dense(3, name="inside"), hiapi.regularizers.L1L2(l1=1e-5, l2=1e-4),
+                   name="around")
+    entry = hiapi.layers.serialize(layer)
+    json.dumps(entry)
+    assert entry["config"]["inner"]["class_name"] == "Dense"
+    assert entry["config"]["penalty"] == {"module": "keras.regularizers", "class_name": "L1L2",
+                                          "config": {"l1": 1e-5, "l2": 1e-4},
+                                          "registered_name": None}
+    again = hiapi.layers.deserialize(entry)
+    assert isinstance(again.inner, layers.Dense) and again.inner is not layer.inner
+    assert again.penalty["class_name"] == "L1L2"      # Keras passes it on as it was saved
+    inputs = hiapi.Input((4,))
+    model = hiapi.Model(inputs, layer(inputs))
+    model.save(tmp_path / "a.keras")
+    assert_same_predictions(model, hiapi.models.load_model(tmp_path / "a.keras"), X)

@@ -10,6 +10,7 @@ and refused with its name and value otherwise, never silently lost.
 import inspect
 
 from hiapi import initializers as hiapi_initializers
+from hiapi.serialization.objects import deserialize_function
 from hiapi.serialization.object_registration import (get_registered_name, is_registered,
                                               scoped_custom_objects)
 from hiapi.saving.keras_archive.keras_arguments import LAYERS
@@ -30,6 +31,13 @@ SUBLAYER_WEIGHTS = {"MultiHeadAttention": [("query_dense", "query"), ("key_dense
                                            ("output_dense", "attention_output")]}
 # Keras nests these in a layout hiapi does not translate yet: refused by name both ways.
 NESTED: set[str] = set()
+
+
+def function_object(fn):
+    """A function as Keras serializes it: by its registered name (``"package>name"``), so it
+    loads back when registered or passed in ``custom_objects``."""
+    return {"module": fn.__module__, "class_name": "function",
+            "config": get_registered_name(fn), "registered_name": "function"}
 
 
 def keras_object(module, class_name, config):
@@ -59,7 +67,15 @@ def _camel(name):
     return "".join(part.capitalize() for part in name.split("_"))
 
 
-def _to_keras_value(key, value):
+def _to_keras_value(key, value, strict):
+    if inspect.isfunction(value):          # a custom activation, say: Keras's function object
+        if value.__name__ == "<lambda>" and not strict:
+            return value                    # in memory it is kept; a file cannot hold it
+        if value.__name__ == "<lambda>":
+            raise ValueError(f"cannot write {key}={value!r} to a Keras .keras file: a lambda "
+                             f"has no name to load it by; define it with def and register it "
+                             f"with @hiapi.saving.register_keras_serializable")
+        return function_object(value)
     if key == "seed" and isinstance(value, int):
         return value % 2**32        # Keras seeds are 32-bit; the random streams differ anyway
     module = _module_for(key)
@@ -97,7 +113,8 @@ def to_keras(layer, strict=True):
     as Keras writes one: its module, its registered name, its ``get_config()``."""
     cls = type(layer)
     if not cls.__module__.startswith("hiapi.") or is_registered(cls):
-        config = {key: _to_keras_value(key, value) for key, value in layer.get_config().items()}
+        config = {key: _to_keras_value(key, value, strict)
+                  for key, value in layer.get_config().items()}
         return {"module": cls.__module__, "class_name": cls.__name__, "config": config,
                 "registered_name": get_registered_name(cls)}
     class_name = cls.__name__
@@ -121,7 +138,7 @@ def to_keras(layer, strict=True):
                 raise ValueError(f"cannot write layer {layer.name!r} ({class_name}) to a "
                                  f"Keras .keras file: Keras's {class_name} has no argument "
                                  f"{key!r} (it is {value!r} here); {HIAPI_SUGGESTION}")
-        config[key] = _to_keras_value(key, value)
+        config[key] = _to_keras_value(key, value, strict)
     for key, attribute in WRAPPED.get(class_name, {}).items():
         config[key] = to_keras(getattr(layer, attribute), strict)
     module = "keras.layers" if keras_arguments is not None else "hiapi.layers"
@@ -140,13 +157,19 @@ def _initializer_from_keras(value):
         raise ValueError(f"hiapi has no initializer {value['class_name']}({config})") from None
 
 
-def _from_keras_value(key, value):
+def _from_keras_value(key, value, own=False):
+    """A config value as hiapi's layers take it; a class of your own (``own``) gets other
+    Keras objects (a sublayer, a regularizer) as Keras passes them, for its ``from_config``."""
     if key == "dtype":
         return dtype_name(value)
     if not is_keras_object(value):
         return value
+    if value["class_name"] == "function":
+        return deserialize_function(value["config"])
     if key.endswith("_initializer"):
         return _initializer_from_keras(value)
+    if own:
+        return value
     return {"class_name": value["class_name"], "config": value["config"]}
 
 
@@ -181,7 +204,7 @@ def from_keras(entry, get_class, filepath):
         try:
             arguments[key] = _sublayer_from_keras(value, get_class, filepath) \
                 if key in WRAPPED.get(class_name, {}) and value is not None \
-                else _from_keras_value(key, value)
+                else _from_keras_value(key, value, own)
         except ValueError as error:
             raise ValueError(f"{filepath}: layer {name!r} ({class_name}) argument {key!r}: "
                              f"{error}") from None
