@@ -245,6 +245,8 @@ class Layer(LayerIO, LayerLosses):
             return self._call_eager(inputs, training, mask)
 
     def _call_symbolic(self, inputs, training, mask=None):
+        # for an eager call: which outputs ``call`` returned as a Variable (see _call_eager)
+        returned = self.__dict__.pop("_eager_returned", None)
         flat = _flatten(inputs)
         spread = call_signature.spreads_inputs(self, inputs)
         if not self.built:
@@ -266,6 +268,8 @@ class Layer(LayerIO, LayerLosses):
                 autocast(policy.compute_dtype if policy.is_mixed else None):
             outputs = self.call(*cast_inputs, **kwargs) if spread else \
                 self.call(cast_inputs, **kwargs)
+        if returned is not None:
+            returned.extend(v if isinstance(v, Variable) else None for v in _flatten(outputs))
         outputs = _map(_graph_value, outputs)
         outputs = _map(lambda v: ops.identity(v) if any(v is i for i in flat) else v, outputs)
         masks.set_output_masks(self, inputs, outputs, previous_mask, _flatten)
@@ -321,8 +325,14 @@ class Layer(LayerIO, LayerLosses):
             mask_holder = None if mask is None else placeholder((None,) + mask.shape[1:], "bool")
             structured = holders[0] if len(holders) == 1 and not isinstance(inputs, (list, tuple)) \
                 else _same_sequence(inputs, holders)
-            with tracing.collect_state() as state, layer_io.not_a_node():
-                outputs = self._call_symbolic(structured, training, mask_holder)
+            # filled by Layer._call_symbolic with, for each output, the Variable call
+            # returned as it (``return self.total``) or None; a Model's trace leaves it empty
+            self.__dict__["_eager_returned"] = returned = []
+            try:
+                with tracing.collect_state() as state, layer_io.not_a_node():
+                    outputs = self._call_symbolic(structured, training, mask_holder)
+            finally:
+                self.__dict__.pop("_eager_returned", None)
             feeds = holders + ([] if mask is None else [mask_holder])
             flat = _flatten(outputs)
             output_masks = [masks.get_mask(v) for v in flat]
@@ -332,8 +342,9 @@ class Layer(LayerIO, LayerLosses):
                 Function(feeds, flat + computed + [t for _, terms in owners for t in terms],
                          state.updates, name=f"{self.name}_eager"),
                 outputs, [None if m is None else "fed" if m is mask_holder else "computed"
-                          for m in output_masks], [(layer, len(terms)) for layer, terms in owners])
-        function, outputs, mask_sources, owners = cached
+                          for m in output_masks], [(layer, len(terms)) for layer, terms in owners],
+                returned)
+        function, outputs, mask_sources, owners, returned = cached
         results = function(*arrays, *([] if mask is None else [mask]))
         results = iter(results if isinstance(results, (list, tuple)) else [results])
         values = [next(results) for _ in mask_sources]
@@ -341,7 +352,9 @@ class Layer(LayerIO, LayerLosses):
                       for source in mask_sources])
         for layer, count in owners:
             layer._own_losses()[:] = [next(results)[()] for _ in range(count)]
-        values = iter(values)
+        # a Variable returned by call comes back as itself, updated, as in Keras
+        values = iter([v if variable is None else variable
+                       for v, variable in zip(values, returned or [None] * len(values))])
         return _map(lambda _: eager_mask.with_mask(next(values), next(found)), outputs)
 
     def compute_output_shape(self, input_shape: Shape) -> Any:

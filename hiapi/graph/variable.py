@@ -96,6 +96,12 @@ class Variable:
     def numpy(self):
         return get_backend().to_numpy(self.storage).copy()
 
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(variable)``: a copy of its value now, as Keras's variables convert
+        (a layer whose ``call`` returns ``self.total`` gives the Variable back eagerly)."""
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype, copy=False)
+
     def assign(self, value):
         """Set the variable to ``value`` (same shape; cast to the variable's dtype); returns
         the new value. Inside a layer's ``call`` or a traced step it becomes an update of

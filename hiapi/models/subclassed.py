@@ -21,6 +21,7 @@ from hiapi.layers.layer import _flatten
 from hiapi.layers.layer_io import not_a_node
 from hiapi.graph.tracing import collect_state
 from hiapi.models.input_signature import InputSignature
+from hiapi.random.seed_generator import is_global_state
 
 
 def is_subclassed(model):
@@ -62,7 +63,8 @@ def build(model, input_shape, dtypes=None):
 
 
 def check_tracked(model, inputs, outputs):
-    """Raise if ``call`` read a Variable that ``model`` does not own."""
+    """Raise if ``call`` read a Variable that ``model`` does not own (the global generator
+    of unseeded random draws, ``keras.random.normal(shape)``, belongs to no model)."""
     owned = {id(v) for v in model.weights} | {id(v) for v in model.state_variables}
     stop, seen, stack = set(map(id, _flatten(inputs))), set(), list(_flatten(outputs))
     while stack:
@@ -70,7 +72,8 @@ def check_tracked(model, inputs, outputs):
         if id(var) in seen or id(var) in stop or not hasattr(var, "op"):
             continue
         seen.add(id(var))
-        if isinstance(var.op, Read) and id(var.op.variable) not in owned:
+        if isinstance(var.op, Read) and id(var.op.variable) not in owned and \
+                not is_global_state(var.op.variable):
             raise ValueError(
                 f"Model {model.name!r} ({type(model).__name__}): call() used the weight "
                 f"{var.op.variable.name!r}, which the model does not track, so it would never "

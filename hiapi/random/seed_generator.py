@@ -85,6 +85,12 @@ def global_seed_generator() -> SeedGenerator:
     return _global[0]
 
 
+def is_global_state(variable) -> bool:
+    """Whether ``variable`` is the state of the generator of unseeded draws: no model owns
+    it (Keras's global SeedGenerator), so a model's ``call`` may read it untracked."""
+    return _global[0] is not None and variable is _global[0].state
+
+
 def resolve(seed, what):
     """``(seed, counter)`` for a draw from the ``seed`` argument of a random function: an int
     gives the same numbers at every call (counter 0), a SeedGenerator or None (the global

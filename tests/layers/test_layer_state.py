@@ -193,3 +193,13 @@ def test_building_a_functional_model_does_not_change_state():
     np.testing.assert_array_equal(layer.total.numpy(), [0.0, 0.0])
     model.predict(np.ones((3, 2), np.float32), verbose=0)
     np.testing.assert_array_equal(layer.total.numpy(), [3.0, 3.0])
+
+
+def test_a_variable_returned_by_call_comes_back_as_the_variable_on_arrays():
+    # the guide prints ``my_sum(x).numpy()``: in Keras the output is the Variable itself
+    my_sum = ComputeSum(2)
+    y = my_sum(np.ones((2, 2), np.float32))
+    assert y is my_sum.total
+    np.testing.assert_array_equal(y.numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(my_sum(np.ones((2, 2), np.float32)).numpy(), [4.0, 4.0])
+    assert np.asarray(y).dtype == np.float32 and np.asarray(y, np.float64).dtype == np.float64

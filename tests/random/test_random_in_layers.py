@@ -107,3 +107,25 @@ def test_every_function_traces_with_an_unknown_batch_size():
 def test_a_batch_sized_shape_needs_a_layer_with_batched_inputs():
     with pytest.raises(ValueError, match="unknown first \\(batch\\) axis"):
         random.uniform((None, 3), seed=1)
+
+
+class UnseededSampling(hiapi.Model):
+    """The VAE's sampling of Keras's subclassing guide: ``keras.random.normal`` without a
+    seed (the global generator) inside a subclassed model's ``call``."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = layers.Dense(4)
+
+    def call(self, x):
+        return self.dense(x) + random.normal(shape=ops.shape(x))
+
+
+def test_a_subclassed_model_may_draw_from_the_global_generator():
+    x = np.zeros((8, 4), np.float32)
+    model = UnseededSampling()
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, x, batch_size=4, epochs=1, verbose=0)    # the untracked-weight check passes
+    first, second = model.predict(x, verbose=0), model.predict(x, verbose=0)
+    assert first.shape == (8, 4) and not np.allclose(first, second)
+    assert model.weights == model.dense.weights           # the global state is not the model's
