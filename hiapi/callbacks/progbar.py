@@ -5,6 +5,8 @@ step counter, time, ETA and the running loss and metrics; when output goes to a 
 one plain line at the end of the epoch instead (``"50/50 - 2s 31ms/step - loss: 0.3012"``), as
 Keras does: a bar redrawn with carriage returns turns a log file into one huge line per epoch.
 ``verbose=2``: one line per epoch. ``verbose=0``: nothing.
+``evaluate`` and ``predict`` show the same bar or line for their pass (``"8/8 - 0s 2ms/step -
+loss: 0.3012"``, no metrics for ``predict``), as Keras's do; fit's validation passes show none.
 """
 from __future__ import annotations
 
@@ -46,52 +48,93 @@ class ProgbarLogger(Callback):
         self.verbose = verbose
         self._bar = None
         self._first_step = None
+        self._in_fit = False
 
     def on_train_begin(self, logs=None):
         self._first_step = None     # fit's first step compiles (numba: up to tens of seconds)
+        self._in_fit = True
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._start = self._timed_from = time.perf_counter()
-        self._seen = self._skipped = 0
         if self.verbose == 1:
             print(f"Epoch {epoch + 1}/{self.params['epochs']}", file=sys.stdout, flush=True)
-            if is_interactive(sys.stdout):
-                self._bar = tqdm(total=self.params.get("steps"), unit="step", file=sys.stdout,
-                                 dynamic_ncols=True, leave=True, mininterval=0.2,
-                                 bar_format="{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining}"
-                                            "{postfix}")
-                if self._first_step is None:
-                    self._bar.set_postfix_str("compiling the train step", refresh=True)
+        self._begin_pass(self.verbose == 1, "compiling the train step"
+                         if self._first_step is None else None)
 
-    def reads_batch_logs(self, hook, batch):
-        """The bar shows the running logs every 10th batch and at the last; a plain line
-        (output to a file) or ``verbose=2`` shows only the epoch's."""
-        return self._bar is not None and self._first_step is not None and (
-            batch % 10 == 0 or self._bar.n + 1 == self._bar.total)
+    def _begin_pass(self, bar, note=None):
+        """Timing for a pass over the data (an epoch, an evaluate or a predict), with a tqdm
+        bar when ``bar`` and the output is a terminal."""
+        self._start = self._timed_from = time.perf_counter()
+        self._seen = self._skipped = 0
+        if bar and is_interactive(sys.stdout):
+            self._bar = tqdm(total=self.params.get("steps"), unit="step", file=sys.stdout,
+                             dynamic_ncols=True, leave=True, mininterval=0.2,
+                             bar_format="{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining}"
+                                        "{postfix}")
+            if note:
+                self._bar.set_postfix_str(note, refresh=True)
 
-    def on_train_batch_end(self, batch, logs=None):
+    # evaluate and predict on their own; a validation pass inside fit shows nothing
+    def on_test_begin(self, logs=None):
+        if not self._in_fit:
+            self._begin_pass(True)
+
+    def on_test_batch_end(self, batch, logs=None):
+        if not self._in_fit:
+            self._pass_step(batch, logs)
+
+    def on_test_end(self, logs=None):
+        if not self._in_fit:
+            self._end_pass(logs)
+
+    def on_predict_begin(self, logs=None):
+        self._begin_pass(True)
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self._pass_step(batch, None)
+
+    def on_predict_end(self, logs=None):
+        self._end_pass(None)
+
+    def _pass_step(self, batch, logs):
         self._seen = batch + 1
-        if self._first_step is None:
-            self._leave_out_first_step()
-        elif self._bar is not None:
+        if self._bar is not None:
             self._bar.update(1)
             if logs and (self._bar.n == self._bar.total or batch % 10 == 0):
                 self._bar.set_postfix_str(self._step_time() + _suffix(logs), refresh=False)
 
-    def on_epoch_end(self, epoch, logs=None):
-        elapsed = time.perf_counter() - self._start
+    def _end_pass(self, logs):
+        """The pass's line ("8/8 - 0s 2ms/step - loss: 0.3012"), or the bar closed."""
         suffix = _suffix(logs)
         if self._bar is not None:
             self._bar.set_postfix_str(self._step_time() + suffix, refresh=False)
             self._bar.close()
             self._bar = None
-        elif self.verbose == 1:
+        else:
             steps = f"{self._seen}/{self.params.get('steps') or self._seen}"
-            print(f"{steps} - {elapsed:.0f}s {self._step_time()}{suffix}", file=sys.stdout,
-                  flush=True)
-        elif self.verbose == 2:
+            print(f"{steps} - {time.perf_counter() - self._start:.0f}s "
+                  f"{self._step_time()}{suffix}", file=sys.stdout, flush=True)
+
+    def reads_batch_logs(self, hook, batch):
+        """The bar shows the running logs every 10th batch and at the last; a plain line
+        (output to a file) or ``verbose=2`` shows only the epoch's (or the pass's)."""
+        return self._bar is not None and (
+            self._first_step is not None or hook != "on_train_batch_end") and (
+            batch % 10 == 0 or self._bar.n + 1 == self._bar.total)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._first_step is None:
+            self._seen = batch + 1
+            self._leave_out_first_step()
+        else:
+            self._pass_step(batch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.verbose == 2:
             print(f"Epoch {epoch + 1}/{self.params['epochs']} - {self._seen} steps - "
-                  f"{elapsed:.1f}s - {self._step_time()}{suffix}", file=sys.stdout, flush=True)
+                  f"{time.perf_counter() - self._start:.1f}s - {self._step_time()}"
+                  f"{_suffix(logs)}", file=sys.stdout, flush=True)
+        else:
+            self._end_pass(logs)
 
     def _leave_out_first_step(self):
         """The first step of a fit compiles; timing it with the others gave "29470ms/step" and
@@ -112,6 +155,7 @@ class ProgbarLogger(Callback):
         return format_step_time((time.perf_counter() - start) / max(steps or self._seen, 1))
 
     def on_train_end(self, logs=None):
+        self._in_fit = False
         if self._bar is not None:
             self._bar.close()
             self._bar = None

@@ -21,7 +21,6 @@ from hiapi.backends import get_backend
 from hiapi import random as _random
 from hiapi.runtime import state_writes, thread_tuner, threads
 from hiapi.callbacks import Callback, CallbackList, History, ProgbarLogger
-from hiapi.callbacks.progbar import format_logs
 from hiapi.callbacks import timeline
 from hiapi.models import data, steps
 from hiapi.models.data_adapters import ArrayAdapter, fit_adapters, get_adapter, warn_ran_out
@@ -300,6 +299,13 @@ class Trainer(StepMethods):
             train_data.rebatch(batch_size)
             hooks.params["steps"] = train_data.steps
 
+    def _pass_callbacks(self, callbacks, verbose, steps):
+        """``evaluate``'s and ``predict``'s callbacks: the user's, then the progress line
+        (``verbose="auto"`` is 1, as in Keras; only the chief process prints)."""
+        verbose = (1 if verbose == "auto" else int(verbose)) if self.distribution.is_chief else 0
+        return CallbackList(list(callbacks or []) + ([ProgbarLogger(verbose)] if verbose else []),
+                            self, {"steps": steps, "verbose": verbose})
+
     def _fit_callbacks(self, callbacks, verbose, epochs, steps):
         """The user's callbacks, then fit's own: History, the progress bar and, with
         ``HIAPI_TIMELINE=trace.json``, the timeline."""
@@ -354,10 +360,7 @@ class Trainer(StepMethods):
         thread_tuner.refresh()      # as in fit: unless the count was fixed since
         source = get_adapter(self, x, y, sample_weight, batch_size=data.check_batch_size(
             batch_size), plan=self.distribution.evaluation_plan, steps=steps, what="evaluate")
-        logs = self._run_test(source, CallbackList(callbacks or [], self, {
-            "steps": source.steps, "verbose": verbose}))
-        if verbose and self.distribution.is_chief:     # "auto" prints, as in Keras
-            print(f"evaluate - {format_logs(logs)}", flush=True)
+        logs = self._run_test(source, self._pass_callbacks(callbacks, verbose, source.steps))
         return logs if return_dict else _as_result(logs)
 
     def _run_test(self, source, hooks):
@@ -397,7 +400,7 @@ class Trainer(StepMethods):
                              steps=steps, what="predict", targets=False)
         predict = self._step("predict", source.first[0])
         state_writes.note_edits()   # weights edited in place since the last call are seen
-        hooks = CallbackList(callbacks or [], self, {"steps": source.steps, "verbose": verbose})
+        hooks = self._pass_callbacks(callbacks, verbose, source.steps)
         hooks.on_predict_begin()
         source.on_epoch_begin()
         chunks, logs_wanted = [], hooks.logs_wanted("on_predict_batch_end")

@@ -83,3 +83,30 @@ def test_verbose_2_and_0(capsys):
                                            (0.0314, "31ms/step"), (0.00085, "850us/step")])
 def test_step_time_units_follow_keras(seconds, text):
     assert format_step_time(seconds) == text
+
+
+def test_evaluate_and_predict_print_their_pass_as_keras_does_but_not_fit_validation(capsys):
+    hiapi.utils.set_random_seed(0)
+    model = hiapi.Sequential([hiapi.Input(shape=(3,)), layers.Dense(2, activation="softmax")])
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    x = np.random.default_rng(0).normal(size=(32, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    model.fit(x, y, batch_size=8, epochs=1, validation_split=0.25)
+    assert len(capsys.readouterr().out.splitlines()) == 2      # the epoch's header and line
+    model.evaluate(x, y, batch_size=8)                          # verbose="auto": 1
+    model.predict(x, batch_size=8)
+    evaluated, predicted = capsys.readouterr().out.splitlines()
+    assert re.match(r"^4/4 - \d+s \d+(us|ms|s)/step - loss: \d+\.\d{4} - "
+                    r"accuracy: \d\.\d{4}$", evaluated), evaluated
+    assert re.match(r"^4/4 - \d+s \d+(us|ms|s)/step$", predicted), predicted
+    model.evaluate(x, y, verbose=0)
+    model.predict(x, verbose=0)
+    assert capsys.readouterr().out == ""
+
+
+def test_predict_on_a_terminal_gets_the_tqdm_bar(monkeypatch):
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    model = hiapi.Sequential([hiapi.Input(shape=(3,)), layers.Dense(2)])
+    model.predict(np.zeros((32, 3), np.float32), batch_size=8)
+    assert "\r" in terminal.getvalue() and "4/4" in terminal.getvalue()
