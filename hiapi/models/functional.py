@@ -61,6 +61,22 @@ class Model(Trainer, Layer):
         return self.outputs[0] if len(self.outputs) == 1 else list(self.outputs)
 
     @property
+    def input_shape(self):
+        """The shape of the model's own input (a list of shapes when it has several), as
+        Keras 3's ``Functional.input_shape``; a subclassed model has its first call's."""
+        if subclassed.is_subclassed(self):
+            return Layer.input_shape.fget(self)
+        return _one_or_list([tuple(var.shape) for var in self.inputs])
+
+    @property
+    def output_shape(self):
+        """The shape of the model's own output (a list when it has several), as Keras 3's
+        ``Functional.output_shape``; a subclassed model has its first call's."""
+        if subclassed.is_subclassed(self):
+            return Layer.output_shape.fget(self)
+        return _one_or_list([tuple(var.shape) for var in self.outputs])
+
+    @property
     def layers(self) -> list[Layer]:
         return list(getattr(self, "_layers", self._sublayers))
 
@@ -209,6 +225,10 @@ def _collect_nodes(model_name, inputs, outputs):
     for var in outputs:
         visit(var, ())
     return nodes
+
+
+def _one_or_list(shapes):
+    return shapes[0] if len(shapes) == 1 else shapes
 
 
 def _unique_layers(layers):

@@ -137,3 +137,29 @@ def test_model_inside_a_model_trains_the_inner_weights():
     outer.fit(RNG.normal(size=(16, 3)), RNG.normal(size=(16, 1)), epochs=1, verbose=0)
     assert not np.array_equal(inner.get_weights()[0], before)
     assert [l.name for l in outer.layers][1] == "inner"
+
+
+def test_model_input_and_output_shape_are_its_own_as_in_keras():
+    # Keras 3's Functional.input_shape / output_shape: the model's own tensors' shapes (one
+    # shape for one tensor, a list for several), without the model being called anywhere
+    model = two_in_two_out()
+    assert model.input_shape == [(None, 6), (None, 2)]
+    assert model.output_shape == [(None, 3), (None, 1)]
+    inputs = hiapi.Input(shape=(128,))
+    single = hiapi.Model(inputs, layers.Dense(1)(inputs))
+    assert single.input_shape == (None, 128) and single.output_shape == (None, 1)
+    stack = hiapi.Sequential([hiapi.Input(shape=(4,)), layers.Dense(2)])
+    assert stack.input_shape == (None, 4) and stack.output_shape == (None, 2)
+
+
+def test_input_takes_keras_batch_shape():
+    inputs = hiapi.Input(batch_shape=(16, 10, 5))
+    assert inputs.shape == (16, 10, 5)
+    outputs = layers.Conv1D(32, 3)(inputs)
+    model = hiapi.Model(inputs, outputs)
+    assert model.output_shape == (16, 8, 32)
+    assert model.predict(np.ones((16, 10, 5), np.float32), verbose=0).shape == (16, 8, 32)
+    with pytest.raises(ValueError, match="shape or batch_shape"):
+        hiapi.Input(shape=(5,), batch_shape=(2, 5))
+    with pytest.raises(ValueError, match="batch_size or batch_shape"):
+        hiapi.Input(batch_size=2, batch_shape=(2, 5))
