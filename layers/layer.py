@@ -315,14 +315,15 @@ class Layer(LayerIO, LayerLosses):
         arrays = [np.asarray(a) for a in _flatten(inputs)]
         if mask is not None:          # the mask is fed as one more boolean input
             mask = np.asarray(mask, bool)
-        key = (bool(training), None if mask is None else mask.shape[1:]) + tuple(
-            (a.shape[1:], a.dtype.kind) for a in arrays)
+        # traced for the arrays' whole shapes, batch included, as Keras runs an eager call
+        # on concrete tensors (a ``call`` may read ``inputs.shape[0]``); one trace per shape
+        key = (bool(training), None if mask is None else mask.shape) + tuple(
+            (a.shape, a.dtype.kind) for a in arrays)
         cached = self._eager_functions.get(key)
         if cached is None:
-            holders = [placeholder((None,) + a.shape[1:],
-                                   self.dtype if a.dtype.kind == "f" else a.dtype)
+            holders = [placeholder(a.shape, self.dtype if a.dtype.kind == "f" else a.dtype)
                        for a in arrays]
-            mask_holder = None if mask is None else placeholder((None,) + mask.shape[1:], "bool")
+            mask_holder = None if mask is None else placeholder(mask.shape, "bool")
             structured = holders[0] if len(holders) == 1 and not isinstance(inputs, (list, tuple)) \
                 else _same_sequence(inputs, holders)
             # filled by Layer._call_symbolic with, for each output, the Variable call

@@ -52,7 +52,7 @@ def test_flatten_keeps_batch_and_orders_like_numpy():
 def test_dense_rejects_wrong_input_size_naming_layer():
     dense = layers.Dense(3, name="probe")
     dense(np.ones((2, 4), np.float32))
-    with pytest.raises(ValueError, match=r"layer 'probe'.*axis -1 to have size 4.*\(None, 5\)"):
+    with pytest.raises(ValueError, match=r"layer 'probe'.*axis -1 to have size 4.*\(2, 5\)"):
         dense(np.ones((2, 5), np.float32))
 
 

@@ -46,3 +46,34 @@ def test_a_symbolic_model_and_eager_calls_agree():
     model = hiapi.Model(inputs, pooling(embedding(inputs)))
     np.testing.assert_allclose(pooling(embedding(PADDED)), model.predict(PADDED, verbose=0),
                                rtol=1e-6)
+
+
+class StepsWithZeroState(layers.Layer):
+    """The functional API guide's CustomRNN: its ``call`` makes a state of
+    ``(inputs.shape[0], units)`` zeros, which needs the batch size of an eager call."""
+
+    def __init__(self, units=4):
+        super().__init__()
+        self.units = units
+        self.projection = layers.Dense(units, activation="tanh")
+
+    def call(self, inputs):
+        state = hiapi.ops.zeros(shape=(inputs.shape[0], self.units))
+        outputs = []
+        for t in range(inputs.shape[1]):
+            state = self.projection(inputs[:, t, :]) + state
+            outputs.append(state)
+        return hiapi.ops.stack(outputs, axis=1)
+
+
+def test_an_eager_call_sees_the_concrete_batch_size():
+    layer = StepsWithZeroState()
+    x = np.random.default_rng(0).normal(size=(2, 3, 5)).astype("float32")
+    out = layer(x)
+    assert out.shape == (2, 3, 4)
+    kernel, bias = (w.numpy() for w in layer.projection.weights)
+    state = np.zeros((2, 4), np.float32)
+    for t in range(3):
+        state = np.tanh(x[:, t] @ kernel + bias) + state
+        np.testing.assert_allclose(out[:, t], state, rtol=1e-5, atol=1e-6)
+    assert layer(x[:1]).shape == (1, 3, 4)          # another batch size: traced again
