@@ -261,13 +261,12 @@ class Trainer(StepMethods):
         skip = 0
         if self._resume_at is not None:          # set by BackupAndRestore
             initial_epoch, skip = self._resume_at
-        logs, step_values = {}, self.optimizer.step_values()
+        logs = {}
         for epoch in range(initial_epoch, epochs):
             compiled.reset()
             plan.on_epoch_begin(epoch)
             hooks.on_epoch_begin(epoch)
-            done, step_values = self._train_epoch(train, train_data, compiled, hooks, epoch,
-                                                  skip, shuffle, step_values)
+            done = self._train_epoch(train, train_data, compiled, hooks, epoch, skip, shuffle)
             ran_out = train_data.ran_short(done, done - skip)
             if ran_out:
                 warn_ran_out(train_data, epochs - initial_epoch)
@@ -275,7 +274,7 @@ class Trainer(StepMethods):
                     break
             skip = 0
             plan.reduce_totals(compiled)           # every worker reports the same numbers
-            logs = {**compiled.logs(), "learning_rate": step_values[0]}
+            logs = compiled.logs()      # no learning_rate: Keras logs it only from its LR callbacks
             if validation is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._run_test(validation, hooks)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
@@ -314,11 +313,9 @@ class Trainer(StepMethods):
         hooks += timeline.from_environment(hooks)
         return CallbackList(hooks, self, {"epochs": epochs, "steps": steps, "verbose": verbose})
 
-    def _train_epoch(self, train, train_data, compiled, hooks, epoch, skip, shuffle,
-                     step_values):
+    def _train_epoch(self, train, train_data, compiled, hooks, epoch, skip, shuffle):
         """The train steps of epoch ``epoch`` from step ``skip`` (a resumed epoch skips those
-        done before the backup); returns the steps done and the optimizer's last step values
-        (their learning rate goes in the epoch's logs)."""
+        done before the backup); returns the steps done."""
         plan = self.distribution
         # looked up once: the loop below runs every few milliseconds (see docs/performance.md)
         begin_batch, end_batch = hooks.on_train_batch_begin, hooks.on_train_batch_end
@@ -333,8 +330,7 @@ class Trainer(StepMethods):
         with contextlib.closing(train_data.epoch(rng, skip, shuffle)) as batches:
             for step, (feed, local_n, global_n) in enumerate(batches, skip):
                 begin_batch(step)
-                step_values = next_step_values()
-                results = train(*feed, *step_values, *plan.step_values(local_n, global_n))
+                results = train(*feed, *next_step_values(), *plan.step_values(local_n, global_n))
                 loss = compiled.record(results, local_n)
                 # logs built only when a callback reads them (Callback.reads_batch_logs)
                 end_batch(step, compiled.logs() if logs_wanted(step) else {})
@@ -347,7 +343,7 @@ class Trainer(StepMethods):
                 if self.stop_training:
                     break
         train_data.on_epoch_end()
-        return done, step_values
+        return done
 
     # ---- evaluate / predict ------------------------------------------------------------------
     def evaluate(self, x: InputData = None, y: InputData = None, batch_size: int | None = None,

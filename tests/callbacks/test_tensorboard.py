@@ -78,8 +78,9 @@ def test_epoch_scalars_equal_history_in_train_and_validation(tmp_path):
     train = summaries(tmp_path / "train", "scalar")
     validation = summaries(tmp_path / "validation", "scalar")
     assert set(train) == {"epoch_loss", "epoch_accuracy", "epoch_learning_rate"}
-    for name in ("loss", "accuracy", "learning_rate"):
+    for name in ("loss", "accuracy"):
         assert train[f"epoch_{name}"] == dict(enumerate(as_logged(history[name])))
+    assert train["epoch_learning_rate"] == dict(enumerate(as_logged([0.1] * 3)))   # optimizer's
     for name in ("loss", "accuracy"):
         assert validation[f"epoch_{name}"] == dict(enumerate(as_logged(history[f"val_{name}"])))
     # each validation is also an evaluation, at step = optimizer iterations (6 batches/epoch)

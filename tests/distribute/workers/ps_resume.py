@@ -65,7 +65,17 @@ class Crash(hiapi.callbacks.Callback):
 
 
 backup = hiapi.callbacks.BackupAndRestore(f"{out}/backup", save_freq=args.save_freq or "epoch")
-callbacks = [] if mode == "straight" else [backup]
+
+
+class LogRate(hiapi.callbacks.Callback):
+    """The rate at each epoch's end (fit logs none, as Keras's): under a parameter server it
+    follows the servers' update count, restored on resume."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["learning_rate"] = self.model.optimizer.current_learning_rate()
+
+
+callbacks = [LogRate()] + ([] if mode == "straight" else [backup])
 callbacks += [Crash()] if mode == "interrupt" else []
 if mode == "straight":
     callbacks += [hiapi.callbacks.ModelCheckpoint(f"{out}/ckpt-{{epoch}}.keras"),
