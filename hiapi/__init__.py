@@ -14,7 +14,7 @@ from hiapi import random  # noqa: F401
 from hiapi import backends, graph  # noqa: F401
 from hiapi import config  # noqa: F401
 from hiapi import activations, initializers, losses, metrics, utils  # noqa: F401
-from hiapi import backend, ops  # noqa: F401
+from hiapi import backend, ops, tree  # noqa: F401
 from hiapi import layers, optimizers, callbacks, models, saving, datasets, distribute  # noqa
 from hiapi import dtype_policy as dtype_policies, mixed_precision  # noqa: F401
 from hiapi.layers import Input  # noqa: F401

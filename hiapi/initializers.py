@@ -129,6 +129,8 @@ _BY_NAME = {
     "random_uniform": RandomUniform, "glorot_uniform": GlorotUniform,
     "glorot_normal": GlorotNormal, "he_normal": HeNormal, "he_uniform": HeUniform,
     "lecun_normal": LecunNormal, "variance_scaling": VarianceScaling,
+    # Keras's aliases
+    "uniform": RandomUniform, "normal": RandomNormal, "one": Ones, "zero": Zeros,
 }
 
 

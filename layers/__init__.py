@@ -15,6 +15,8 @@ from hiapi.layers.reshaping import Permute, Reshape, UpSampling2D, ZeroPadding2D
 from hiapi.layers.embedding import Embedding
 from hiapi.layers.merge import Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract
 from hiapi.layers.recurrent import GRU, LSTM, SimpleRNN
+from hiapi.layers.rnn import RNN
+from hiapi.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
 from hiapi.layers.masking import Masking
 from hiapi.layers.wrappers import TimeDistributed, Wrapper
 from hiapi.layers.bidirectional import Bidirectional

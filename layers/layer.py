@@ -398,9 +398,10 @@ def _call_inputs(layer, args):
 
 
 def _same_sequence(template, items):
-    """``items`` in a sequence of ``template``'s kind (keeps positional-input marking)."""
-    return call_signature.PositionalInputs(items) \
-        if isinstance(template, call_signature.PositionalInputs) else items
+    """The flat ``items`` in ``template``'s nesting and sequence types (keeps positional-input
+    marking, a recurrent layer's ``initial_state`` and a cell's nested inputs)."""
+    items = iter(items)
+    return _map(lambda _: next(items), template)
 
 
 def _flatten(structure):

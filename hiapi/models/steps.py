@@ -22,8 +22,21 @@ def input_placeholders(model, xs):
     specs = model.input_specs()
     if specs is None:        # unbuilt subclassed model: shapes come from the data
         specs = [((None,) + a.shape[1:], "float32") for a in xs]
-    return [placeholder(shape, dtype, name=f"input_{i}")
-            for i, (shape, dtype) in enumerate(specs)]
+    # an axis the model leaves open beyond the batch (Input(shape=(None, 8)): a sequence of
+    # any length) takes the data's size, so layers that need it (an unrolled RNN) have it;
+    # the trainer keeps one step function per such shape
+    return [placeholder(shape[:1] + tuple(d if d is not None else a.shape[k + 1]
+                                          for k, d in enumerate(shape[1:])),
+                        dtype, name=f"input_{i}")
+            for i, ((shape, dtype), a) in enumerate(zip(specs, xs))]
+
+
+def open_axes(model, xs):
+    """The data's sizes along the axes past the batch that the model's inputs leave open
+    (``None``): part of a step function's identity, as they are fixed in its graph."""
+    specs = model.input_specs() or []
+    return [(i, k, a.shape[k + 1]) for i, ((shape, _), a) in enumerate(zip(specs, xs))
+            for k, d in enumerate(shape[1:]) if d is None and len(a.shape) > k + 1]
 
 
 def _trace(model, inputs, training):

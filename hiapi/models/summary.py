@@ -44,8 +44,9 @@ def _layer_rows(layers, show_trainable, expand_nested, depth=0, free_batch=False
             getattr(layer, "_output_shape", None)
         if free_batch and not isinstance(layer, InputLayer):
             shape = _free_batch(shape)
+        # Keras: a layer not built yet (an unbuilt Sequential's) shows "?" and "0 (unbuilt)"
         row = ["  " * depth + f"{layer.name} ({type(layer).__name__})", _shape_text(shape),
-               f"{_count(layer.weights):,}"]
+               f"{_count(layer.weights):,}" if layer.built else "0 (unbuilt)"]
         if show_trainable:
             row.append(("Y" if layer.trainable else "N") if layer.weights else "-")
         rows.append(row)
@@ -88,12 +89,10 @@ def _widths(rows, line_length, positions):
 
 def summary_text(model, line_length=None, positions=None, show_trainable=False,
                  layer_range=None, expand_nested=False):
-    """The summary table with Keras's ``summary()`` arguments; columns widen to fit the longest
+    """The summary table with Keras's ``summary()`` arguments (a model not built yet lists its
+    layers with unknown shapes and no parameters, as Keras does); columns widen to fit the longest
     layer name, class name and shape (Keras wraps long cells rather than cutting them; a wider
     column keeps one row per layer), so it is at least ``line_length`` (86) characters wide."""
-    if not model.built:
-        raise ValueError(f"Model {model.name!r} has not been built yet, so it has no shapes "
-                         f"or weights to show: give it an Input, or fit/call it first")
     header = ["Layer (type)", "Output Shape", "Param #"] + (["Trainable"] if show_trainable
                                                               else [])
     specs = model.input_specs() if hasattr(model, "input_specs") else None

@@ -201,7 +201,8 @@ class Trainer(StepMethods):
         return custom_steps.uses_custom_steps(self)
 
     def _step(self, kind, xs, ys=(), weights=()):
-        key = (kind, bool(weights), len(ys)) + tuple((a.ndim, a.dtype.kind) for a in [*xs, *ys])
+        key = (kind, bool(weights), len(ys)) + tuple((a.ndim, a.dtype.kind) for a in [*xs, *ys]) \
+            + tuple(steps.open_axes(self, xs))
         function = self._step_functions.get(key)
         if function is None:
             if kind == "predict" and custom_steps.overrides(self, "predict_step") or \

@@ -100,6 +100,14 @@ def test_glorot_uniform_limit_and_he_normal_scale():
     assert abs(r.std() - 0.05) < 0.005
 
 
+def test_initializer_aliases_as_in_keras():
+    u = hiapi.initializers.get("uniform")((10000,))           # RandomUniform(-0.05, 0.05)
+    assert -0.05 <= u.min() < -0.049 and 0.049 < u.max() <= 0.05
+    assert abs(hiapi.initializers.get("normal")((10000,)).std() - 0.05) < 0.005
+    np.testing.assert_array_equal(hiapi.initializers.get("one")((2,)), np.ones(2))
+    np.testing.assert_array_equal(hiapi.initializers.get("zero")((2,)), np.zeros(2))
+
+
 def test_to_categorical():
     np.testing.assert_array_equal(hiapi.utils.to_categorical([0, 2, 1], 3),
                                   [[1, 0, 0], [0, 0, 1], [0, 1, 0]])

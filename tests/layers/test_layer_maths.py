@@ -225,10 +225,27 @@ def test_gru_reset_after():
     np.testing.assert_allclose(y, h, rtol=1e-5, atol=1e-6)
 
 
-def test_rnn_needs_known_steps():
-    rnn = layers.LSTM(2)
-    with pytest.raises(ValueError, match="number of time steps must be known"):
-        rnn(hiapi.graph.placeholder((None, None, 3)))
+def test_rnn_on_unknown_steps_is_shaped_but_not_run():
+    x = hiapi.graph.placeholder((None, None, 3))
+    out = layers.LSTM(2, return_sequences=True)(x)
+    assert out.shape == (None, None, 2)
+    with pytest.raises(ValueError, match="unknown number of time steps"):
+        hiapi.graph.Function([x], [out])(np.zeros((1, 4, 3), np.float32))
+
+
+def test_gru_reset_before():
+    x = randn(2, 4, 3)
+    gru = layers.GRU(5, reset_after=False, bias_initializer="random_normal")
+    y = gru(x)
+    k, u, b = gru.get_weights()
+    assert b.shape == (15,)
+    h = np.zeros((2, 5))
+    for t in range(4):
+        xz, xr, xh = np.split(x[:, t] @ k + b, 3, -1)
+        z = sigmoid(xz + h @ u[:, :5])
+        r = sigmoid(xr + h @ u[:, 5:10])
+        h = z * h + (1 - z) * np.tanh(xh + (r * h) @ u[:, 10:])
+    np.testing.assert_allclose(y, h, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("layer, shape, message", [

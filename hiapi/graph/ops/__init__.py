@@ -22,6 +22,7 @@ from hiapi.graph.ops.array import concatenate, pad, slice_axis, split
 from hiapi.graph.ops.trig import cos, sin
 from hiapi.graph.ops.image import image_transform, image_transform_grad
 from hiapi.graph.ops.random import dropout, random_normal, random_uniform
+from hiapi.graph.ops.deferred import deferred
 from hiapi.graph.ops.sort import argsort
 from hiapi.graph.ops.composite import argmin, clip, min, prod, stack, std, var
 from hiapi.graph.ops.indexing import getitem
