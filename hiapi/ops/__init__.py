@@ -17,6 +17,7 @@ from hiapi.ops import nn  # noqa: F401
 from hiapi.ops.core import (  # noqa: F401
     cast, convert_to_numpy, convert_to_tensor, dtype, is_tensor, ndim, shape, stop_gradient)
 from hiapi.ops.custom_gradient import check_gradient, custom_gradient  # noqa: F401
+from hiapi.ops.einsum import einsum  # noqa: F401
 from hiapi.ops.math_extra import (  # noqa: F401
     all, any, average, broadcast_to, cos, expm1, eye, gelu, hard_sigmoid, hard_silu,
     hard_swish, identity, linspace, log1p, log2, log10, log_sigmoid, logsumexp, moments, norm,

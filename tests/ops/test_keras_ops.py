@@ -304,3 +304,43 @@ def test_spatial_ops_follow_a_changed_image_data_format():
         assert ops.average_pool(x, 2).shape == (1, 4, 2, 2)
     finally:
         hiapi.config.set_image_data_format("channels_last")
+
+
+EINSUM_CASES = [("bij,ijkl->bkl", (5, 3, 4), (3, 4, 2, 6)),
+                ("bqhd,bkhd->bhqk", (2, 3, 4, 5), (2, 6, 4, 5)),
+                ("ij,jk", (3, 4), (4, 5)), ("ij->ji", (3, 4)), ("i,i->", (4,), (4,)),
+                ("i,j->ij", (3,), (4,)), ("...ij,...jk->...ik", (2, 3, 4), (2, 4, 5)),
+                ("abc,cd->abd", (2, 3, 4), (4, 5)), ("ij,jk,kl->il", (2, 3), (3, 4), (4, 5)),
+                ("bij->b", (2, 3, 4)), ("ab,cd->abcd", (2, 3), (4, 5)),
+                ("abc,ab->c", (2, 3, 4), (2, 3))]
+
+
+@pytest.mark.parametrize("spec, shapes", [(c[0], c[1:]) for c in EINSUM_CASES],
+                         ids=[c[0] for c in EINSUM_CASES])
+def test_einsum_matches_numpy(spec, shapes):
+    arrays = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    expected = np.einsum(spec, *arrays)
+    np.testing.assert_allclose(ops.einsum(spec, *arrays), expected, rtol=1e-5, atol=1e-6)
+    holders = [placeholder(((None,) + a.shape[1:]) if i == 0 else a.shape, a.dtype)
+               for i, a in enumerate(arrays)]        # the first operand's batch unknown
+    got = Function(holders, ops.einsum(spec, *holders))(*arrays)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("spec, shapes", [("bij,ijkl->bkl", ((2, 3, 2), (3, 2, 2, 2))),
+                                          ("bqhd,bkhd->bhqk", ((2, 3, 2, 2), (2, 2, 2, 2))),
+                                          ("ij,jk,kl->il", ((2, 3), (3, 2), (2, 2))),
+                                          ("abc,ab->c", ((2, 3, 2), (2, 3)))])
+def test_einsum_gradient_by_finite_differences(spec, shapes):
+    arrays = [RNG.normal(size=s) for s in shapes]
+    ops.check_gradient(lambda *xs: ops.einsum(spec, *xs), *arrays)
+
+
+def test_einsum_errors_name_the_problem():
+    x = placeholder((2, 2))
+    with pytest.raises(ValueError, match="repeats a letter"):
+        ops.einsum("ii->i", x)
+    with pytest.raises(ValueError, match="names 2 operands, got 1"):
+        ops.einsum("ij,jk->ik", x)
+    with pytest.raises(ValueError, match="more than one unknown size"):
+        ops.einsum("ab,cd->abcd", placeholder((None, 2)), placeholder((None, 3)))
