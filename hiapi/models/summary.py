@@ -4,6 +4,9 @@ import re
 import numpy as np
 
 from hiapi.layers.input_layer import InputLayer
+from hiapi.models.summary_connections import connections, is_chain
+
+_CONNECTED_GAP = "  "     # between the right-aligned parameter counts and the connections
 
 
 def _shape_text(shape):
@@ -37,7 +40,14 @@ def _free_batch(shape):
     return shape if not shape else (None,) + tuple(shape[1:])
 
 
-def _layer_rows(layers, show_trainable, expand_nested, depth=0, free_batch=False):
+def _type_name(layer):
+    """The class in a row: a model built from inputs and outputs is Keras's ``Functional``."""
+    name = type(layer).__name__
+    return "Functional" if name == "Model" and hasattr(layer, "_nodes") else name
+
+
+def _layer_rows(layers, show_trainable, expand_nested, depth=0, free_batch=False,
+                connected=None):
     rows = []
     for layer in layers:
         shape = layer.batch_shape if isinstance(layer, InputLayer) else \
@@ -45,8 +55,10 @@ def _layer_rows(layers, show_trainable, expand_nested, depth=0, free_batch=False
         if free_batch and not isinstance(layer, InputLayer):
             shape = _free_batch(shape)
         # Keras: a layer not built yet (an unbuilt Sequential's) shows "?" and "0 (unbuilt)"
-        row = ["  " * depth + f"{layer.name} ({type(layer).__name__})", _shape_text(shape),
+        row = ["  " * depth + f"{layer.name} ({_type_name(layer)})", _shape_text(shape),
                f"{_count(layer.weights):,}" if layer.built else "0 (unbuilt)"]
+        if connected is not None:
+            row.append(_CONNECTED_GAP + connected.get(id(layer), "-"))
         if show_trainable:
             row.append(("Y" if layer.trainable else "N") if layer.weights else "-")
         rows.append(row)
@@ -93,17 +105,23 @@ def summary_text(model, line_length=None, positions=None, show_trainable=False,
     layers with unknown shapes and no parameters, as Keras does); columns widen to fit the longest
     layer name, class name and shape (Keras wraps long cells rather than cutting them; a wider
     column keeps one row per layer), so it is at least ``line_length`` (86) characters wide."""
-    header = ["Layer (type)", "Output Shape", "Param #"] + (["Trainable"] if show_trainable
-                                                              else [])
+    connected = None if is_chain(model) else connections(model)
+    header = ["Layer (type)", "Output Shape", "Param #"] + \
+        ([_CONNECTED_GAP + "Connected to"] if connected is not None else []) + \
+        (["Trainable"] if show_trainable else [])
     specs = model.input_specs() if hasattr(model, "input_specs") else None
     rows = [header] + _layer_rows(_in_range(model.layers, layer_range), show_trainable,
                                   expand_nested, free_batch=bool(specs) and all(
-                                      shape[:1] == (None,) for shape, _ in specs))
+                                      shape[:1] == (None,) for shape, _ in specs),
+                                  connected=connected)
+    if connected is not None:       # Keras's widths for this table: 108 wide, 4 columns
+        line_length, positions = line_length or 108, positions or [0.3, 0.56, 0.74, 1.0]
     widths = _widths(rows, line_length or 86, positions)
     width = sum(widths)
     rule = lambda ch: ch * width
-    row = lambda cells: "".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}"
-                                for i, (c, w) in enumerate(zip(cells, widths)))
+    left = {0, 1} | ({3} if connected is not None else set())
+    row = lambda cells: "".join(f"{c:<{w}}" if i in left else f"{c:>{w}}"
+                                for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
     lines = [f'Model: "{model.name}"', rule("━"), row(rows[0]), rule("━")]
     lines += [row(r) for r in rows[1:]]
     lines.append(rule("━"))

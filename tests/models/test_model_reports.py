@@ -91,3 +91,35 @@ def test_summary_takes_keras_arguments():
     assert lines[0].splitlines()[2].index("Output Shape") == 30
     with pytest.raises(ValueError, match="layer_range .* does not match"):
         model.summary(layer_range=("nope", "last"))
+
+
+def test_summary_of_a_branching_model_has_keras_connected_to_column():
+    # the functional API guide's toy ResNet: Keras 3 adds "Connected to" for a non-chain
+    inputs = hiapi.Input(shape=(8, 8, 3), name="img")
+    x = layers.Conv2D(4, 3, name="c1")(inputs)
+    block = layers.MaxPooling2D(2, name="pool")(x)
+    x = layers.Conv2D(4, 3, padding="same", name="c2")(block)
+    added = layers.add([x, block], name="sum")
+    shared = layers.Dense(2, name="shared")
+    outputs = layers.Concatenate(name="cat")([shared(layers.GlobalAveragePooling2D(name="f")(added)),
+                                             shared(layers.GlobalMaxPooling2D(name="g")(added))])
+    lines = []
+    hiapi.Model(inputs, outputs, name="branchy").summary(print_fn=lines.append)
+    rows = {line.split()[0]: line for line in lines[0].splitlines()[4:-4]}
+    assert "Connected to" in lines[0].splitlines()[2]
+    assert rows["img"].endswith(" -")
+    assert rows["c1"].endswith("img[0][0]")
+    assert rows["sum"].endswith("c2[0][0], pool[0][0]")
+    assert rows["shared"].endswith("f[0][0], g[0][0]")        # called twice: both calls
+    assert rows["cat"].endswith("shared[0][0], shared[1][0]")
+
+
+def test_summary_of_a_chain_has_no_connections_and_names_functional_models():
+    inputs = hiapi.Input(shape=(4,), name="x")
+    inner = hiapi.Model(inputs, layers.Dense(3, name="d")(inputs), name="inner")
+    outer_in = hiapi.Input(shape=(4,), name="y")
+    lines = []
+    hiapi.Model(outer_in, inner(outer_in), name="outer").summary(print_fn=lines.append)
+    text = lines[0]
+    assert "Connected to" not in text
+    assert "inner (Functional)" in text                 # Keras's class for such a model
