@@ -17,6 +17,7 @@ from hiapi.layers.merge import Add, Average, Concatenate, Maximum, Minimum, Mult
 from hiapi.layers.recurrent import GRU, LSTM, SimpleRNN
 from hiapi.layers.rnn import RNN
 from hiapi.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
+from hiapi.layers.stacked_cells import StackedRNNCells
 from hiapi.layers.masking import Masking
 from hiapi.layers.wrappers import TimeDistributed, Wrapper
 from hiapi.layers.bidirectional import Bidirectional

@@ -24,17 +24,9 @@ from hiapi.graph import Var, ops
 from hiapi.layers import rnn_loop
 from hiapi.layers.call_signature import call_accepts
 from hiapi.layers.layer import Layer
-from hiapi.layers.rnn_loop import WithInitialState, flatten
+from hiapi.layers.rnn_loop import WithInitialState, flatten, size_shapes
+from hiapi.layers.stacked_cells import StackedRNNCells
 from hiapi.layers.wrappers import deserialize, serialize
-
-
-def size_shapes(size):
-    """A Keras state/output size as a list of per-tensor shapes (without the batch)."""
-    if isinstance(size, (int, np.integer)):
-        return [(int(size),)]
-    if isinstance(size, tuple) and all(isinstance(d, (int, np.integer)) for d in size):
-        return [tuple(int(d) for d in size)]
-    return [shape for item in size for shape in size_shapes(item)]
 
 
 class RecurrentLoop(Layer):
@@ -171,9 +163,8 @@ class RNN(RecurrentLoop):
         super().__init__(return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, stateful=stateful, unroll=unroll,
                          zero_output_for_mask=zero_output_for_mask, **kwargs)
-        if isinstance(cell, (list, tuple)):
-            raise ValueError(f"RNN {self.name!r}: a list of cells is not supported; give one "
-                             f"cell")
+        if isinstance(cell, (list, tuple)):     # Keras: a list of cells is stacked
+            cell = StackedRNNCells(cell)
         if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
             raise ValueError(f"RNN {self.name!r}: cell must be a layer with call(inputs, "
                              f"states) and a state_size, got {cell!r}")

@@ -19,6 +19,15 @@ class WithInitialState(tuple):
     type when a model replays the call)."""
 
 
+def size_shapes(size):
+    """A Keras state/output size as a list of per-tensor shapes (without the batch)."""
+    if isinstance(size, (int, np.integer)):
+        return [(int(size),)]
+    if isinstance(size, tuple) and all(isinstance(d, (int, np.integer)) for d in size):
+        return [tuple(int(d) for d in size)]
+    return [shape for item in size for shape in size_shapes(item)]
+
+
 def split_inputs(inputs, mask):
     """(sequence, initial states or None, the sequence's mask) from ``call``'s arguments; the
     mask of a nested sequence is its first tensor's."""

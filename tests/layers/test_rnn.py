@@ -175,3 +175,21 @@ def test_rnn_config_round_trip():
                                    "seed")} == {"dropout": 0.1, "recurrent_dropout": 0.2,
                                                 "stateful": True, "unroll": True, "seed": None}
     assert layers.LSTM.from_config(config).get_config() == config
+
+
+def test_stacked_cells_equal_stacked_layers():
+    x = randn(3, 4, 5)
+    first, second = layers.LSTM(6, return_sequences=True, return_state=True), \
+        layers.GRU(2, return_state=True)
+    seq, h1, c1 = first(x)
+    out, h2 = second(seq)
+    rnn = layers.RNN([layers.LSTMCell(6), layers.GRUCell(2)], return_state=True)
+    assert isinstance(rnn.cell, layers.StackedRNNCells)
+    rnn(x)
+    rnn.set_weights(first.get_weights() + second.get_weights())
+    got = rnn(x)
+    assert len(got) == 4 and rnn.cell.state_size == [[6, 6], 2]
+    for g, want in zip(got, [out, h1, c1, h2]):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+    copy = layers.RNN.from_config(rnn.get_config())
+    assert [type(c).__name__ for c in copy.cell.cells] == ["LSTMCell", "GRUCell"]
