@@ -26,6 +26,7 @@ from hiapi.graph import tracing
 from hiapi.layers import call_signature, eager_mask, layer_io, masks, tracking
 from hiapi.layers.layer_io import LayerIO
 from hiapi.layers.layer_losses import LayerLosses
+from hiapi.layers.layer_saving import LayerSaving
 from hiapi.ops.core import layer_call
 from hiapi.layers.layer_errors import naming_layer
 from hiapi.utils.naming import snake_case, unique_name
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 _L = TypeVar("_L", bound="Layer")
 
 
-class Layer(LayerIO, LayerLosses):
+class Layer(LayerIO, LayerLosses, LayerSaving):
     def __init__(self, trainable: bool = True, name: str | None = None,
                  dtype: DTypeLike | None = None, input_shape: ShapeLike | None = None,
                  input_dim: int | None = None,
@@ -69,6 +70,10 @@ class Layer(LayerIO, LayerLosses):
                                                        not value)):
                 value = tracking.tracked(value, self._adopt)
             self._adopt(found)
+        # a Variable held as an attribute is one of the layer's weights (Keras's tracking)
+        if isinstance(value, Variable) and "_weights" in self.__dict__ and \
+                not any(value is mine for mine in self._weights + self._state):
+            self._weights.append(value)
         # and random-number generators (hiapi.random.SeedGenerator): their state is saved
         if isinstance(getattr(type(value), "state_variables", None), property) and \
                 not isinstance(value, Layer) and "_state" in self.__dict__:

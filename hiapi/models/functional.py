@@ -18,6 +18,7 @@ from hiapi.hints import Tensor
 from hiapi.graph.var import Var
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer, _flatten, _map
+from hiapi.layers.layer_saving import is_flat_shape
 from hiapi.models import model_config, op_node, subclassed
 from hiapi.models.input_signature import InputSignature, check_input
 from hiapi.models.trainer import Trainer
@@ -163,6 +164,14 @@ class Model(Trainer, Layer):
             raise ValueError(f"Model {self.name!r}: build() needs the input_shape of a "
                              f"subclassed model")
         subclassed.build(self, input_shape)
+
+    def build_from_config(self, config):
+        """A subclassed model may have been built for a list or dict of input shapes."""
+        shape = (config or {}).get("input_shape")
+        if shape and not is_flat_shape(shape):
+            self.build(shape)
+        else:
+            super().build_from_config(config)
 
     def _call_symbolic(self, inputs, training, mask=None):
         if not subclassed.is_subclassed(self) or self.built:

@@ -29,11 +29,12 @@ from hiapi.models.input_signature import check_input
 from hiapi.models.strategy_scope import current_strategy
 from hiapi.models import custom_steps
 from hiapi.models.compile_metrics import CompileMetrics
+from hiapi.models.compile_saving import CompileSaving
 from hiapi.models.compile_utils import CompiledTargets
 from hiapi.models.step_methods import StepMethods
 
 
-class Trainer(StepMethods):
+class Trainer(StepMethods, CompileSaving):
     name: str            # Layer's: every Model is a Layer and a Trainer
 
     def __init__(self):
@@ -92,6 +93,8 @@ class Trainer(StepMethods):
         self._compile_metrics = CompileMetrics(metrics, self._weighted_metric_ids) \
             if metrics or self._weighted_metric_ids else None
         self.compiled = True
+
+    _builtin_compile = compile
 
     def _needs_targets(self):
         """Whether fit/evaluate need y: a compiled loss or metric reads it. Without either, a

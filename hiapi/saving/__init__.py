@@ -8,6 +8,7 @@ from hiapi.serialization.object_registration import (CustomObjectScope, custom_o
                                                      register_keras_serializable)
 from hiapi.saving.architecture import deserialize_layer, serialize_layer
 from hiapi.saving.serialization_lib import deserialize_keras_object, serialize_keras_object
+from hiapi.saving.keras_archive.compile_config import compile_from_keras, compile_to_keras
 from hiapi.saving.model_file import (load_model, load_weights, restore_training_state,
                                      save_model, save_weights)
 
@@ -17,4 +18,5 @@ saving_functions.provide(
     load_model=load_model, restore_training_state=restore_training_state,
     serialize_layer=serialize_layer, deserialize_layer=deserialize_layer,
     serialize_keras_object=serialize_keras_object,
-    deserialize_keras_object=deserialize_keras_object)
+    deserialize_keras_object=deserialize_keras_object,
+    compile_config=compile_to_keras, compile_from_config=compile_from_keras)

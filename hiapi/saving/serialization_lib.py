@@ -78,9 +78,9 @@ def serialize_layer(layer: Layer, strict: bool = False) -> dict[str, Any]:
         entry = layer_config.to_keras(layer, strict)
         entry["config"] = {key: _nested_object(value, strict)
                            for key, value in entry["config"].items()}
-        shape = getattr(layer, "_build_input_shape", None)
-        if shape is not None:
-            entry["build_config"] = {"input_shape": _shape_list(shape)}
+        build_config = layer.get_build_config()
+        if build_config is not None:
+            entry["build_config"] = serialize_keras_object(build_config, strict)
     return entry
 
 
@@ -93,12 +93,6 @@ def _nested_object(value, strict):
     if isinstance(value, Layer) or (hasattr(value, "get_config") and not isinstance(value, type)):
         return serialize_keras_object(value, strict)
     return value
-
-
-def _shape_list(shape):
-    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        return [_shape_list(s) for s in shape]
-    return list(shape)
 
 
 def deserialize_keras_object(config: Any, custom_objects: Mapping[str, Any] | None = None,
@@ -166,7 +160,8 @@ def get_class(name, module=None):
 
 def deserialize_layer(cls, entry):
     """A layer of class ``cls`` from its entry; a layer outside a model is built from its
-    ``build_config``, so its weights exist (to load them, as Keras does)."""
+    ``build_config`` (``layer.build_from_config``), so its weights exist (to load them, as
+    Keras does)."""
     config = entry["config"]
     if "custom_objects" in inspect.signature(cls.from_config).parameters and \
             getattr(cls, "keras_config", None) is not None and "layers" in config:
@@ -175,15 +170,7 @@ def deserialize_layer(cls, entry):
         own = {entry["class_name"], entry.get("registered_name")}     # already found: cls
         layer = layer_config.from_keras(
             entry, lambda name: cls if name in own else get_class(name), "config")
-    shape = (entry.get("build_config") or {}).get("input_shape")
-    if not layer.built and _is_flat_shape(shape):
-        layer.build(tuple(shape))
-        layer.built = True
-    elif not layer.built and shape and hasattr(layer, "learn_inputs"):
-        layer.build(shape)         # a subclassed model called on a list or dict of inputs
+    build_config = entry.get("build_config")
+    if build_config and not layer.built:
+        layer.build_from_config(build_config)
     return layer
-
-
-def _is_flat_shape(shape):
-    return isinstance(shape, (list, tuple)) and len(shape) > 0 and \
-        all(d is None or isinstance(d, int) for d in shape)

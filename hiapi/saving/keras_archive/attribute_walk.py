@@ -53,41 +53,44 @@ def _first_visit(layer, visited):
     return True
 
 
-def write(file, layer, path="", visited=None):
+def walk(layer, path="", visited=None):
+    """``(path, object)`` for ``layer`` and every layer reached from it, in Keras's order,
+    each once (where first met): the paths name its weights' groups and its assets' folder."""
     visited = set() if visited is None else visited
     if not _first_visit(layer, visited):
         return
+    yield path, layer
     prefix = f"{path}/" if path else ""
-    if model_config.is_graph_model(layer):
-        write_vars(file, f"{prefix}vars", layer.name, [])
-        for child_path, child in _graph_children(layer):
-            write(file, child, prefix + child_path, visited)
-    elif walks(layer):
-        write_vars(file, f"{prefix}vars", layer.name, [v.numpy() for v in layer._weights])
-        for child_path, child in children(layer):
-            write(file, child, prefix + child_path, visited)
-    else:
-        write_layer(file, layer, path)
+    found = _graph_children(layer) if model_config.is_graph_model(layer) else \
+        children(layer) if walks(layer) else []
+    for child_path, child in found:
+        yield from walk(child, prefix + child_path, visited)
 
 
-def read(file, layer, filepath, path="", visited=None):
-    visited = set() if visited is None else visited
-    if not _first_visit(layer, visited):
-        return
-    prefix = f"{path}/" if path else ""
-    if model_config.is_graph_model(layer):
-        for child_path, child in _graph_children(layer):
-            if not isinstance(child, InputLayer):
-                read(file, child, filepath, prefix + child_path, visited)
-    elif walks(layer):
-        own = layer._weights
-        values = read_vars(file, f"{prefix}vars")
-        if len(values) != len(own):
-            raise ValueError(f"{filepath}: model {layer.name!r} has {len(own)} weights of its "
-                             f"own, the file holds {len(values)} under {prefix + 'vars'!r}")
-        for variable, value in zip(own, values):
-            variable.assign(value)
-        for child_path, child in children(layer):
-            read(file, child, filepath, prefix + child_path, visited)
-    else:
-        read_layer(file, layer, filepath, path)
+def write(file, model):
+    for path, layer in walk(model):
+        prefix = f"{path}/" if path else ""
+        if model_config.is_graph_model(layer):
+            write_vars(file, f"{prefix}vars", layer.name, [])
+        elif walks(layer):
+            write_vars(file, f"{prefix}vars", layer.name, [v.numpy() for v in layer._weights])
+        else:
+            write_layer(file, layer, path)
+
+
+def read(file, model, filepath):
+    for path, layer in walk(model):
+        prefix = f"{path}/" if path else ""
+        if model_config.is_graph_model(layer) or isinstance(layer, InputLayer):
+            continue
+        if walks(layer):
+            own = layer._weights
+            values = read_vars(file, f"{prefix}vars")
+            if len(values) != len(own):
+                raise ValueError(f"{filepath}: model {layer.name!r} has {len(own)} weights of "
+                                 f"its own, the file holds {len(values)} under "
+                                 f"{prefix + 'vars'!r}")
+            for variable, value in zip(own, values):
+                variable.assign(value)
+        else:
+            read_layer(file, layer, filepath, path)

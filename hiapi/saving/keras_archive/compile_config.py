@@ -126,12 +126,12 @@ def _plain(value):
     return value
 
 
-def optimizer_from_keras(entry, filepath):
+def optimizer_from_keras(entry):
     class_name = entry["class_name"]
     defaults = OPTIMIZERS.get(class_name)
     if defaults is None:
-        raise ValueError(f"{filepath}: hiapi has no optimizer {class_name!r}; load with "
-                         f"compile=False and compile the model yourself")
+        raise ValueError(f"hiapi has no optimizer {class_name!r}; load with compile=False "
+                         f"and compile the model yourself")
     known = constructor_arguments(getattr(optimizers_module, class_name))
     config = {}
     for key, value in entry["config"].items():
@@ -140,19 +140,20 @@ def optimizer_from_keras(entry, filepath):
         if key not in known:
             if key in defaults and value == defaults[key]:
                 continue
-            raise ValueError(f"{filepath}: optimizer {class_name} has {key}={value!r}, which "
-                             f"hiapi's {class_name} does not support; load with compile=False")
+            raise ValueError(f"optimizer {class_name} has {key}={value!r}, which hiapi's "
+                             f"{class_name} does not support; load with compile=False")
         config[key] = value
     return optimizers_module.deserialize({"class_name": class_name, "config": config})
 
 
-def compile_from_keras(model, config, custom_objects, filepath):
-    """``model.compile`` with what a Keras ``compile_config`` holds."""
+def compile_from_keras(model, config, custom_objects=None):
+    """``model.compile`` with what a Keras ``compile_config`` holds (``Model``'s default
+    ``compile_from_config``)."""
     for key, default in _KERAS_ONLY.items():
         if key in config and config[key] not in (default, None, "auto") and key != "jit_compile":
-            raise ValueError(f"{filepath}: compile_config has {key}={config[key]!r}, which "
-                             f"hiapi does not support; load with compile=False")
-    optimizer = optimizer_from_keras(config["optimizer"], filepath) \
+            raise ValueError(f"compile_config has {key}={config[key]!r}, which hiapi does not "
+                             f"support; load with compile=False")
+    optimizer = optimizer_from_keras(config["optimizer"]) \
         if config.get("optimizer") else "rmsprop"
     model.compile(optimizer=optimizer,
                   loss=deserialize_object(_plain(config.get("loss")), custom_objects, "loss"),

@@ -56,10 +56,16 @@ def variables_path(layer_path, class_name):
 
 
 def write_vars(file, path, name, arrays):
+    write_store(file, path, name, {str(index): array for index, array in enumerate(arrays)})
+
+
+def write_store(file, path, name, store):
+    """A ``vars`` group with one dataset per key of ``store`` (arrays or Variables)."""
     group = file.require_group(path)
     group.attrs["name"] = name
-    for index, array in enumerate(arrays):
-        group.create_dataset(str(index), data=np.asarray(array))
+    for key, value in store.items():
+        group.create_dataset(str(key), data=np.asarray(
+            value.numpy() if hasattr(value, "numpy") else value))
 
 
 def write_layer(file, layer, layer_path):
@@ -77,13 +83,20 @@ def write_layer(file, layer, layer_path):
         write_vars(file, f"{layer_path}/vars", layer.name, [])
         for (group, name), chunk in _sublayer_chunks(layer):
             write_vars(file, f"{layer_path}/{group}/vars", name, [v.numpy() for v in chunk])
-    else:
-        write_vars(file, variables_path(layer_path, class_name), layer.name,
-                   [v.numpy() for v in layer.weights])
+    else:                       # the layer's own hook (Keras's), which a layer may override
+        store = {}
+        layer.save_own_variables(store)
+        write_store(file, f"{layer_path}/vars", layer.name, store)
 
 
 def write_optimizer(file, optimizer, values):
     write_vars(file, "optimizer/vars", optimizer.name, values)
+
+
+def read_store(file, path):
+    """Every dataset of the ``vars`` group at ``path`` by its key (none when it is absent)."""
+    group = file.get(path)
+    return {} if group is None else {key: np.asarray(group[key]) for key in group}
 
 
 def read_vars(file, path):
@@ -102,9 +115,14 @@ def read_layer(file, layer, filepath, layer_path):
         assign(layer, [value for (group, _), _ in _sublayer_chunks(layer)
                        for value in read_vars(file, f"{layer_path}/{group}/vars")],
                filepath, layer_path)
-    elif not wrapped:
+    elif type(layer).__name__ in RECURRENT:
         assign(layer, read_vars(file, variables_path(layer_path, type(layer).__name__)),
                filepath, layer_path)
+    elif not wrapped:
+        try:
+            layer.load_own_variables(read_store(file, f"{layer_path}/vars"))
+        except ValueError as error:
+            raise ValueError(f"{filepath}: {error} (under {layer_path!r})") from None
 
 
 def _sublayer_chunks(layer):

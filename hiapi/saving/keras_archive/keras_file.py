@@ -14,11 +14,11 @@ import zipfile
 
 from hiapi.runtime.atomic import atomic_write
 from hiapi.models import model_config
-from hiapi.saving.keras_archive import attribute_walk, compile_config, h5_weights
+from hiapi.saving.keras_archive import assets, attribute_walk, compile_config, h5_weights
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
 from hiapi.serialization.object_registration import custom_object_scope
 from hiapi.saving.serialization_lib import (deserialize_keras_object, find_class,
-                                           serialize_layer)
+                                           serialize_keras_object, serialize_layer)
 
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -89,17 +89,21 @@ def save_keras_model(model, filepath, include_optimizer=True):
                          f"models can be; save it to a '.hiapi' file instead")
     config = serialize_layer(model, strict=True)
     optimizer = _optimizer(model, include_optimizer)
-    if optimizer is not None:
-        config["compile_config"] = compile_config.compile_to_keras(model)
+    if optimizer is not None and model.get_compile_config() is not None:
+        config["compile_config"] = serialize_keras_object(model.get_compile_config(), True)
     weights = _weights_bytes(model, optimizer)
+    asset_files = assets.collect(model)
     metadata = {"keras_version": KERAS_VERSION,
                 "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
+    text = json.dumps(config)           # before the file is opened: what fails leaves none
 
     def write(handle):
         with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED) as archive:
             archive.writestr(METADATA, json.dumps(metadata))
-            archive.writestr(CONFIG, json.dumps(config))
+            archive.writestr(CONFIG, text)
             archive.writestr(WEIGHTS, weights)
+            for name, data in asset_files.items():
+                archive.writestr(name, data)
     atomic_write(filepath, write)
 
 
@@ -113,6 +117,7 @@ def load_keras_model(filepath, custom_objects=None, compile=True):
                 raise ValueError(f"{filepath}: member {bad!r} is corrupted (CRC mismatch)")
             config = json.loads(archive.read(CONFIG))
             weights = archive.read(WEIGHTS)
+            asset_files = assets.members(archive)
     except (zipfile.BadZipFile, KeyError, EOFError, json.JSONDecodeError) as error:
         raise ValueError(f"{filepath} is not a complete Keras .keras file: {error}") from None
     if not isinstance(config, dict) or "class_name" not in config:
@@ -130,14 +135,24 @@ def load_keras_model(filepath, custom_objects=None, compile=True):
     except OSError as error:
         raise ValueError(f"{filepath} is not a complete Keras .keras file: its {WEIGHTS} "
                          f"cannot be read ({error})") from None
-    with file:
-        attribute_walk.read(file, model, filepath)
+    with file:          # Keras's order: compile, then the weights, then the assets
         if compile and config.get("compile_config"):
-            compile_config.compile_from_keras(model, config["compile_config"], custom_objects,
-                                              filepath)
+            _compile(model, config["compile_config"], custom_objects, filepath)
+        attribute_walk.read(file, model, filepath)
+        if getattr(model, "optimizer", None) is not None:
             compile_config.assign_optimizer(model, h5_weights.read_vars(file, "optimizer/vars"),
                                             filepath)
+    assets.restore(model, asset_files, filepath)
     return model
+
+
+def _compile(model, config, custom_objects, filepath):
+    """``model.compile_from_config`` (Keras's hook), naming the file in its errors."""
+    with custom_object_scope(custom_objects):
+        try:
+            model.compile_from_config(config)
+        except ValueError as error:
+            raise ValueError(f"{filepath}: {error}") from None
 
 
 def _known(config, custom_objects):
