@@ -96,6 +96,10 @@ class Variable:
     def numpy(self):
         return get_backend().to_numpy(self.storage).copy()
 
+    # numpy's operators defer to the Variable's own (``ndarray * variable`` in a ``call`` is a
+    # graph value, trained, not a constant read through __array__), as for Var
+    __array_ufunc__ = None
+
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(variable)``: a copy of its value now, as Keras's variables convert
         (a layer whose ``call`` returns ``self.total`` gives the Variable back eagerly)."""

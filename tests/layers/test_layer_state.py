@@ -203,3 +203,20 @@ def test_a_variable_returned_by_call_comes_back_as_the_variable_on_arrays():
     np.testing.assert_array_equal(y.numpy(), [2.0, 2.0])
     np.testing.assert_array_equal(my_sum(np.ones((2, 2), np.float32)).numpy(), [4.0, 4.0])
     assert np.asarray(y).dtype == np.float32 and np.asarray(y, np.float64).dtype == np.float64
+
+
+class ScaledByArray(layers.Layer):
+    """``numpy array * weight`` in call: numpy must defer to the Variable's operator."""
+
+    def build(self, input_shape):
+        self.k = self.add_weight(shape=(3,), initializer="ones")
+
+    def call(self, x):
+        return np.full((3,), 2.0, np.float32) * self.k * x
+
+
+def test_an_array_times_a_weight_in_call_is_trained():
+    model = hiapi.Sequential([hiapi.Input((3,)), ScaledByArray()])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((4, 3), np.float32), np.zeros((4, 3), np.float32), verbose=0)
+    assert (model.layers[0].k.numpy() < 1.0).all()
