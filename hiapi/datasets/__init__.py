@@ -1,6 +1,7 @@
-"""Datasets with Keras's ``load_data()`` signature, read from the authors' original IDX files.
+"""Datasets with Keras's ``load_data()`` signature, read from the authors' original files.
 
-``mnist`` is bundled (works offline); ``fashion_mnist`` is found through ``HIAPI_DATA_DIR``, a
-``path=`` folder, the user cache, or a verified download. ``fetch`` documents the search order.
+``mnist`` is bundled (works offline); ``fashion_mnist`` and ``cifar10`` are found through
+``HIAPI_DATA_DIR``, a ``path=`` folder, the user cache, or a verified download. ``fetch``
+documents the search order.
 """
-from . import fashion_mnist, mnist  # noqa: F401
+from . import cifar10, fashion_mnist, mnist  # noqa: F401

@@ -289,3 +289,85 @@ def test_a_truncated_mirror_file_is_discarded_and_a_bad_cached_copy_replaced(iso
     assert fetch.download((BUNDLED_MNIST / name).as_uri(), target, mnist.FILES[name]) == target
     assert target.read_bytes() == (BUNDLED_MNIST / name).read_bytes()
     assert list(target.parent.iterdir()) == [target]
+
+
+# --- CIFAR-10, from an archive laid out as the authors' (the real one is 163 MB) ------------
+def write_cifar_archive(path, sizes=(3, 2, 2, 2, 2), test_size=4, protocol=2, batch=None):
+    """A ``cifar-10-python.tar.gz`` with the real member names and pickled dicts; returns the
+    images (n, 3, 32, 32) and labels it holds, training batches first."""
+    import io
+    import pickle
+    import tarfile
+    rng = np.random.default_rng(7)
+    images, labels = [], []
+    with tarfile.open(path, "w:gz") as tar:
+        for name, n in [(f"data_batch_{i}", s) for i, s in enumerate(sizes, 1)] + \
+                [("test_batch", test_size)]:
+            data = rng.integers(0, 256, size=(n, 3072), dtype=np.uint8)
+            label = [int(v) for v in rng.integers(0, 10, size=n)]
+            images.append(data.reshape(n, 3, 32, 32))
+            labels.append(np.array(label, np.uint8).reshape(n, 1))
+            content = batch if batch is not None and name == "test_batch" else \
+                {b"batch_label": b"x", b"data": data, b"labels": label,
+                 b"filenames": [b"f.png"] * n}
+            blob = pickle.dumps(content, protocol=protocol)
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    return images, labels
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_cifar10_reads_the_archive_as_keras_returns_it(tmp_path, protocol):
+    from hiapi.datasets import cifar10
+    images, labels = write_cifar_archive(tmp_path / "cifar-10-python.tar.gz", protocol=protocol)
+    (x_train, y_train), (x_test, y_test) = cifar10.load_data(
+        path=tmp_path, mirror="file:///nonexistent/mirror/")
+    assert x_train.shape == (11, 32, 32, 3) and y_train.shape == (11, 1)
+    assert x_test.shape == (4, 32, 32, 3) and y_test.shape == (4, 1)
+    assert {a.dtype for a in (x_train, y_train, x_test, y_test)} == {np.dtype(np.uint8)}
+    np.testing.assert_array_equal(x_train, np.concatenate(images[:5]).transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(y_train, np.concatenate(labels[:5]))
+    np.testing.assert_array_equal(x_test[..., 0], images[5][:, 0])      # the red plane
+    np.testing.assert_array_equal(y_test, labels[5])
+    import hiapi
+    hiapi.config.set_image_data_format("channels_first")
+    try:
+        (first, _), _ = cifar10.load_data(path=tmp_path, mirror="file:///nonexistent/mirror/")
+    finally:
+        hiapi.config.set_image_data_format("channels_last")
+    np.testing.assert_array_equal(first, np.concatenate(images[:5]))
+
+
+def test_cifar10_refuses_a_pickle_that_is_not_arrays(tmp_path):
+    import os
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("echo never",))
+
+    from hiapi.datasets import cifar10
+    write_cifar_archive(tmp_path / "cifar-10-python.tar.gz", batch={b"data": Payload()})
+    with pytest.raises(pickle.UnpicklingError, match="posix.system|os.system|nt.system"):
+        cifar10.load_data(path=tmp_path, mirror="file:///nonexistent/mirror/")
+    write_cifar_archive(tmp_path / "cifar-10-python.tar.gz",
+                        batch={b"data": np.zeros((2, 10), np.uint8), b"labels": [0, 1]})
+    with pytest.raises(ValueError, match="test_batch' is not a CIFAR-10 batch"):
+        cifar10.load_data(path=tmp_path, mirror="file:///nonexistent/mirror/")
+
+
+def test_cifar10_downloads_through_the_fetch_path(isolated):
+    from hiapi.datasets import cifar10
+    mirror = isolated / "mirror"
+    mirror.mkdir()
+    write_cifar_archive(mirror / "cifar-10-python.tar.gz")
+    digest = fetch.sha256(mirror / "cifar-10-python.tar.gz")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cifar10, "FILES", {"cifar-10-python.tar.gz": digest})
+        (x_train, _), _ = cifar10.load_data(mirror=mirror.as_uri() + "/")
+    assert x_train.shape == (11, 32, 32, 3)
+    assert (fetch.cache_folder("cifar-10") / "cifar-10-python.tar.gz").is_file()
+    with pytest.raises(FileNotFoundError, match="cifar-10"):    # the published digest differs
+        (isolated / "cache").rename(isolated / "elsewhere")
+        cifar10.load_data(mirror=mirror.as_uri() + "/")
