@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hiapi.graph import ops
 from hiapi.layers.input_spec import InputSpec
 from hiapi.layers.layer import Layer
+from hiapi.layers.rnn_loop import WithInitialState, flatten, split_inputs
 from hiapi.layers.wrappers import Wrapper, deserialize, serialize
 
 if TYPE_CHECKING:
@@ -82,9 +83,20 @@ class Bidirectional(Wrapper):
         self.supports_masking = True
         self.input_spec = InputSpec(ndim=3)
 
+    def __call__(self, *args: Any, initial_state: Any = None, **kwargs: Any) -> Any:
+        """As Keras: ``initial_state`` lists the forward layer's states, then the backward's."""
+        if initial_state is not None:
+            inputs = args[0] if args else kwargs.pop("inputs")
+            args = (WithInitialState((inputs, list(initial_state))),) + args[1:]
+        return super().__call__(*args, **kwargs)
+
     def call(self, inputs, training=None, mask=None):
-        forward = self.forward_layer(inputs, training=training, mask=mask)
-        backward = self.backward_layer(inputs, training=training, mask=mask)
+        inputs, states, mask = split_inputs(inputs, mask)
+        half = None if states is None else len(states) // 2
+        forward = self.forward_layer(inputs, training=training, mask=mask,
+                                     initial_state=None if states is None else states[:half])
+        backward = self.backward_layer(inputs, training=training, mask=mask,
+                                       initial_state=None if states is None else states[half:])
         states = []
         if self.return_state:
             forward, states = forward[0], list(forward[1:]) + list(backward[1:])
@@ -103,7 +115,25 @@ class Bidirectional(Wrapper):
             outputs = [forward, backward]
         return outputs + states if self.return_state or self.merge_mode is None else outputs[0]
 
+    @property
+    def stateful(self):
+        return self.forward_layer.stateful
+
+    @property
+    def states(self):
+        """Both directions' state Variables (a stateful layer, once called), else None."""
+        forward, backward = self.forward_layer.states, self.backward_layer.states
+        return tuple(forward + backward) if forward and backward else None
+
+    def reset_state(self):
+        self.forward_layer.reset_state()
+        self.backward_layer.reset_state()
+
+    reset_states = reset_state      # Keras's compatibility alias
+
     def compute_mask(self, inputs, previous_mask=None):
+        if isinstance(previous_mask, (list, tuple)):
+            previous_mask = flatten(previous_mask)[0]
         sequence_mask = previous_mask if self.return_sequences else None
         masks = [sequence_mask] * (1 if self.merge_mode else 2)
         if self.return_state:

@@ -193,3 +193,18 @@ def test_stacked_cells_equal_stacked_layers():
         np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
     copy = layers.RNN.from_config(rnn.get_config())
     assert [type(c).__name__ for c in copy.cell.cells] == ["LSTMCell", "GRUCell"]
+
+
+def test_bidirectional_initial_state_and_stateful():
+    x, states = randn(2, 4, 3), [randn(2, 5, seed=k) for k in range(4)]
+    bi = layers.Bidirectional(layers.LSTM(5))
+    got = bi(x, initial_state=states)
+    fw, bw = bi.forward_layer, bi.backward_layer
+    want = np.concatenate([fw(x, initial_state=states[:2]), bw(x, initial_state=states[2:])], -1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    stateful = layers.Bidirectional(layers.GRU(3, stateful=True))
+    assert stateful.stateful and stateful.states is None
+    stateful(x)
+    assert len(stateful.states) == 2 and stateful.states[0].numpy().any()
+    stateful.reset_states()
+    assert not any(v.numpy().any() for v in stateful.states)
