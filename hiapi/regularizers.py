@@ -25,12 +25,24 @@ class L1L2(Regularizer):
         return ops.constant(0.0, x.dtype) if isinstance(total, float) else total
 
 
-def L1(l1=0.01):
-    return L1L2(l1=l1)
+class L1(Regularizer):
+    """``l1 * sum(|x|)`` (Keras's class: its config is ``{"l1": ...}``)."""
+
+    def __init__(self, l1=0.01):
+        self.l1 = float(l1)
+
+    def __call__(self, x):
+        return self.l1 * ops.sum(ops.abs(x))
 
 
-def L2(l2=0.01):
-    return L1L2(l2=l2)
+class L2(Regularizer):
+    """``l2 * sum(x^2)`` (Keras's class: its config is ``{"l2": ...}``)."""
+
+    def __init__(self, l2=0.01):
+        self.l2 = float(l2)
+
+    def __call__(self, x):
+        return self.l2 * ops.sum(ops.square(x))
 
 
 # Keras 3's lowercase aliases: ``kernel_regularizer=regularizers.l2(1e-4)``; as in Keras,
@@ -47,7 +59,8 @@ def get(identifier):
     if isinstance(identifier, str) and identifier in _BY_NAME:
         return _BY_NAME[identifier]()
     if isinstance(identifier, dict):
-        return L1L2(**identifier["config"])
+        cls = {"L1": L1, "L2": L2}.get(identifier.get("class_name"), L1L2)
+        return cls(**identifier["config"])
     raise ValueError(f"Unknown regularizer {identifier!r}: expected one of "
                      f"{', '.join(_BY_NAME)} or a hiapi.regularizers.Regularizer")
 

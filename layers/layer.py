@@ -381,7 +381,7 @@ class Layer(LayerIO, LayerLosses, LayerSaving):
         return cls(**config)
 
     def __repr__(self):
-        return f"<{type(self).__name__} name={self.name!r} built={self.built}>"
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"     # Keras's
 
 
 def _graph_value(value):

@@ -45,10 +45,31 @@ def test_pad_sequences_errors_name_the_problem(call, message):
 
 
 def test_regularizer_aliases_are_keras_3s():
-    assert hiapi.regularizers.l2(0.5).get_config() == {"l1": 0.0, "l2": 0.5}
-    assert hiapi.regularizers.l1(0.2).get_config() == {"l1": 0.2, "l2": 0.0}
+    assert hiapi.regularizers.l2(0.5).get_config() == {"l2": 0.5}       # Keras's L2 class
+    assert hiapi.regularizers.l1(0.2).get_config() == {"l1": 0.2}
     assert hiapi.regularizers.l1_l2(l1=0.1).get_config() == {"l1": 0.1, "l2": 0.0}
     assert hiapi.regularizers.get("l1_l2").get_config() == {"l1": 0.01, "l2": 0.01}
     layer = hiapi.layers.Dense(2, kernel_regularizer=hiapi.regularizers.l2(1e-4))
     layer(np.ones((1, 3), "float32"))
     assert layer.kernel_regularizer.l2 == 1e-4
+
+
+def test_l1_and_l2_are_keras_classes_and_serialize_as_keras_does():
+    """The serialization guide prints keras.saving.serialize_keras_object(L1(0.005)): Keras's
+    L1 is a class of its own whose config is {"l1": ...}; hiapi's was an L1L2."""
+    entry = hiapi.saving.serialize_keras_object(hiapi.regularizers.L1(0.005))
+    assert entry == {"module": "keras.regularizers", "class_name": "L1",
+                     "config": {"l1": 0.005}, "registered_name": None}
+    again = hiapi.saving.deserialize_keras_object(entry)
+    assert type(again) is hiapi.regularizers.L1 and again.l1 == 0.005
+    assert type(hiapi.regularizers.get({"class_name": "L2", "config": {"l2": 0.3}})) is \
+        hiapi.regularizers.L2
+    x = np.array([[1.0, -2.0], [0.5, 0.0]], "float32")
+    layer = hiapi.layers.Dense(2, use_bias=False, kernel_regularizer=hiapi.regularizers.L1(0.5))
+    layer.build((None, 2))
+    layer.kernel.assign(x)
+    model = hiapi.Sequential([hiapi.Input((2,)), layer])
+    model.compile(optimizer="sgd", loss="mse")
+    total = model.evaluate(np.zeros((1, 2), "float32"), np.zeros((1, 2), "float32"), verbose=0)
+    assert total == pytest.approx(0.5 * np.abs(x).sum())
+    assert repr(layer) == f"<Dense name={layer.name}, built=True>"
