@@ -16,7 +16,8 @@ class Embedding(Layer):
                  embeddings_initializer: InitializerLike = "uniform",
                  embeddings_regularizer: RegularizerLike = None,
                  embeddings_constraint: ConstraintLike = None, mask_zero: bool = False,
-                 input_length: int | None = None, **kwargs: Any) -> None:
+                 input_length: int | None = None, weights: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if input_dim <= 0 or output_dim <= 0:
             raise ValueError(f"Embedding {self.name!r}: input_dim and output_dim must be "
@@ -29,6 +30,10 @@ class Embedding(Layer):
         # mask_zero: id 0 is padding; the mask (ids != 0) goes to the layers downstream
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
+        if weights is not None:      # Keras: the initial table, set as soon as it exists
+            self.build(None)
+            self.set_weights(weights if isinstance(weights, list) and len(weights) == 1
+                             else [weights])
 
     def build(self, input_shape):
         self.embeddings = self.add_weight((self.input_dim, self.output_dim),

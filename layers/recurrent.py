@@ -47,8 +47,11 @@ class RecurrentWeights(Layer):
                  recurrent_constraint: ConstraintLike = None,
                  bias_constraint: ConstraintLike = None, dropout: float = 0.0,
                  recurrent_dropout: float = 0.0, seed: int | None = None,
-                 **kwargs: Any) -> None:
+                 implementation: int = 2, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if implementation not in (1, 2):
+            raise ValueError(f"{type(self).__name__} {self.name!r}: implementation must be 1 "
+                             f"or 2, got {implementation!r}")
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"{type(self).__name__} {self.name!r}: units must be a positive "
                              f"integer, got {units!r}")
@@ -281,11 +284,23 @@ class SimpleRNN(SimpleRNNStep, _Recurrent):
     """Fully-connected RNN: the output is fed back as the next step's state."""
 
 
-class LSTM(LSTMStep, _Recurrent):
+class _CudnnChoice(_Recurrent):
+    """Keras's ``use_cudnn`` ("auto", True or False): hiapi has no cuDNN kernel, so every
+    choice runs the same graph; the argument is checked and accepted for Keras's code."""
+
+    def __init__(self, *args: Any, use_cudnn: bool | str = "auto", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if use_cudnn not in ("auto", True, False):
+            raise ValueError(f"{type(self).__name__} {self.name!r}: use_cudnn must be 'auto', "
+                             f"True or False, got {use_cudnn!r}")
+        self.use_cudnn = use_cudnn
+
+
+class LSTM(LSTMStep, _CudnnChoice):
     """Long short-term memory layer (Hochreiter & Schmidhuber 1997)."""
 
 
-class GRU(GRUStep, _Recurrent):
+class GRU(GRUStep, _CudnnChoice):
     """Gated recurrent unit layer (Cho et al. 2014)."""
 
 

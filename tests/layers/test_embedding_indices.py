@@ -71,3 +71,12 @@ def test_gather_op_range_check_without_a_layer(backend):
                                          r"are \[0, 4\) for a table of 4 rows$"):
         f(values, np.array([0, 4]))
     np.testing.assert_array_equal(f(values, np.array([], np.int64)).shape, (0, 2, 3))
+
+
+def test_embedding_weights_argument_sets_the_table():
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    for weights in (table, [table]):
+        emb = layers.Embedding(4, 3, weights=weights)
+        np.testing.assert_array_equal(emb(np.array([[2, 0]])), table[[[2, 0]]])
+    with pytest.raises(ValueError):
+        layers.Embedding(4, 3, weights=np.zeros((5, 3)))

@@ -208,3 +208,20 @@ def test_bidirectional_initial_state_and_stateful():
     assert len(stateful.states) == 2 and stateful.states[0].numpy().any()
     stateful.reset_states()
     assert not any(v.numpy().any() for v in stateful.states)
+
+
+def test_keras_implementation_and_cudnn_arguments_are_accepted():
+    x = randn(2, 3, 4)
+    plain = layers.LSTM(3)
+    want = plain(x)
+    other = layers.LSTM(3, use_cudnn=False, implementation=1)
+    other(x)
+    other.set_weights(plain.get_weights())
+    np.testing.assert_allclose(other(x), want, rtol=1e-6)
+    layers.GRUCell(2, implementation=1)
+    with pytest.raises(ValueError, match="use_cudnn must be 'auto', True or False, got 'yes'"):
+        layers.GRU(2, use_cudnn="yes")
+    with pytest.raises(ValueError, match="implementation must be 1 or 2, got 3"):
+        layers.SimpleRNN(2, implementation=3)
+    with pytest.raises(TypeError, match="use_cudnn"):
+        layers.SimpleRNN(2, use_cudnn=True)            # as Keras: SimpleRNN has no cuDNN path
