@@ -13,6 +13,7 @@ depths).
 from hiapi.layers.call_signature import PositionalInputs
 from hiapi.layers.input_layer import Input, InputLayer
 from hiapi.layers.layer import _flatten, _map
+from hiapi.layers.rnn_loop import WithInitialState
 from hiapi.models.op_node import OpNode
 from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, dtype_name,
                                                      dtype_policy, keras_object)
@@ -23,6 +24,7 @@ from hiapi.saving.serialization_lib import deserialize_keras_object, serialize_l
 # call arguments of a Keras node that change what a layer computes (``training`` and ``mask``
 # are set by the model itself)
 CALL_OPTIONS = ("use_causal_mask", "return_attention_scores")
+TENSOR_KWARGS = ("initial_state",)      # call arguments that hold tensors (a recurrent layer's)
 OP_MODULE = "hiapi.models.op_node"     # a raw op's entry (never in a .keras file)
 
 
@@ -175,6 +177,10 @@ def _inbound_node(layer, inputs, tensor):
         return {"args": [tensor(var) for var in inputs], "kwargs": kwargs}
     if isinstance(inputs, PositionalInputs):
         return {"args": list(_map(tensor, inputs)), "kwargs": {}}
+    if isinstance(inputs, WithInitialState):      # Keras: rnn(x, initial_state=[...])
+        sequence, states = inputs
+        return {"args": [_map(tensor, sequence)],
+                "kwargs": {"initial_state": [tensor(s) for s in states]}}
     return {"args": [_map(tensor, inputs)], "kwargs": {}}
 
 
@@ -250,13 +256,17 @@ def _tensor_refs(structure):
 
 
 def _tensors_known(node, outputs):
-    return all((ref[0], ref[1]) in outputs for ref in _tensor_refs(node["args"]))
+    return all((ref[0], ref[1]) in outputs
+               for ref in _tensor_refs([node["args"], node.get("kwargs", {})]))
 
 
 def _call(layer, node, outputs, filepath, name):
-    if _tensor_refs(node.get("kwargs", {})):
+    kwargs = node.get("kwargs", {})
+    unread = [key for key, value in kwargs.items()
+              if key not in TENSOR_KWARGS and _tensor_refs(value)]
+    if unread:
         raise ValueError(f"{filepath}: layer {name!r} is called with tensors as keyword "
-                         f"arguments ({', '.join(node['kwargs'])}), which hiapi does not read")
+                         f"arguments ({', '.join(unread)}), which hiapi does not read")
 
     def resolve(value):
         if _is_tensor(value):
@@ -268,8 +278,9 @@ def _call(layer, node, outputs, filepath, name):
             return {key: resolve(item) for key, item in value.items()}
         return value
     args = [resolve(arg) for arg in node["args"]]
-    options = {key: value for key, value in node.get("kwargs", {}).items()
-               if key in CALL_OPTIONS and value}
+    options = {key: value for key, value in kwargs.items() if key in CALL_OPTIONS and value}
+    options.update({key: resolve(kwargs[key]) for key in TENSOR_KWARGS
+                    if kwargs.get(key) is not None})
     return layer(args[0], **options) if len(args) == 1 else layer(*args, **options)
 
 

@@ -10,6 +10,7 @@ import inspect
 import numpy as np
 
 from hiapi.layers.call_signature import PositionalInputs
+from hiapi.layers.rnn_loop import WithInitialState
 from hiapi.layers.input_layer import Input, InputLayer
 from hiapi.layers.layer import _flatten, _map
 from hiapi.models import subclassed
@@ -66,6 +67,8 @@ def _functional_config(model):
             node["layer"] = layer.name
         if isinstance(call_inputs, PositionalInputs):
             node["positional"] = True
+        if isinstance(call_inputs, WithInitialState):   # rnn(x, initial_state=[...])
+            node["initial_state"] = True
         nodes.append(node)
         for j, var in enumerate(_flatten(call_outputs)):
             refs[var] = ["node", i, j]
@@ -103,6 +106,8 @@ def deserialize_layer(config, custom_objects=None):
             call_inputs = _map_refs(resolve, node["inputs"])
             if node.get("positional"):
                 call_inputs = PositionalInputs(call_inputs)
+            if node.get("initial_state"):
+                call_inputs = WithInitialState(call_inputs)
             result = call(call_inputs)
             outputs.append(_flatten(result))
         resolve = lambda ref: inputs[ref[1]] if ref[0] == "input" else outputs[ref[1]][ref[2]]

@@ -221,3 +221,25 @@ def test_keras_loads_what_hiapi_wrote_and_predicts_the_same(tmp_path):
             continue
         assert str(keras_outputs[f"{name}/optimizer"]) == KERAS_OPTIMIZERS[name]
         assert int(keras_outputs[f"{name}/iterations"]) == 1
+
+
+@pytest.mark.parametrize("suffix", ["keras", "hiapi"])
+def test_initial_state_call_saves_and_loads(tmp_path, suffix):
+    enc_in, dec_in = hiapi.Input((None, 3)), hiapi.Input((None, 3))
+    _, h, c = layers.LSTM(4, return_state=True, name="encoder")(enc_in)
+    out = layers.LSTM(4, name="decoder")(dec_in, initial_state=[h, c])
+    model = hiapi.Model([enc_in, dec_in], out)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(2, 5, 3)), rng.normal(size=(2, 6, 3))
+    model.save(tmp_path / f"m.{suffix}")
+    loaded = hiapi.models.load_model(tmp_path / f"m.{suffix}")
+    np.testing.assert_allclose(loaded.predict([x, y], verbose=0),
+                               model.predict([x, y], verbose=0), rtol=1e-6)
+    if suffix == "keras":         # Keras's form: decoder(x, initial_state=[h, c])
+        with zipfile.ZipFile(tmp_path / "m.keras") as archive:
+            config = json.loads(archive.read("config.json"))
+        decoder = next(e for e in config["config"]["layers"] if e["name"] == "decoder")
+        node = decoder["inbound_nodes"][0]
+        assert len(node["args"]) == 1 and [s["config"]["keras_history"] for s in
+                                            node["kwargs"]["initial_state"]] == \
+            [["encoder", 0, 1], ["encoder", 0, 2]]
