@@ -50,7 +50,8 @@ def _alpha(scale, sign, dtype, new, negated):
     if sign > 0:
         return new[scale]
     if isinstance(scale.op, Constant):
-        return constant(-np.asarray(scale.op.value, dtype))
+        # dtype given: the negation is a numpy scalar, which constant() would make float32
+        return constant(-np.asarray(scale.op.value, dtype), dtype)
     if scale not in negated:
         negated[scale] = negative(new[scale])
     return negated[scale]
