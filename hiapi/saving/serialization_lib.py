@@ -19,11 +19,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hiapi import constraints, initializers, regularizers
+from hiapi import constraints, initializers, optimizers, regularizers
 from hiapi import layers as layers_module
 from hiapi.layers.layer import Layer
 from hiapi.serialization import objects
-from hiapi.saving.keras_archive import layer_config
+from hiapi.optimizers import schedules
+from hiapi.saving.keras_archive import layer_config, optimizer_config
 from hiapi.serialization.object_registration import (custom_object_scope, get_registered_name,
                                               get_registered_object, is_registered,
                                               scoped_custom_objects)
@@ -52,6 +53,9 @@ def serialize_keras_object(obj: Any, strict: bool = False) -> Any:
         return serialize_layer(obj, strict)
     if inspect.isfunction(obj) or inspect.isbuiltin(obj):
         return layer_config.function_object(obj)
+    if isinstance(obj, (optimizers.Optimizer, schedules.LearningRateSchedule)) and \
+            not is_registered(type(obj)):
+        return _optimizer_object(obj, strict)
     if hasattr(obj, "get_config"):
         return _serialize_object(obj, strict)
     raise TypeError(f"serialize_keras_object: cannot serialize {obj!r} "
@@ -66,6 +70,28 @@ def _serialize_object(obj, strict):
     return {"module": cls.__module__ if registered else module, "class_name": cls.__name__,
             "config": serialize_keras_object(obj.get_config(), strict),
             "registered_name": get_registered_name(cls) if registered else None}
+
+
+def _optimizer_object(obj, strict):
+    """An optimizer or schedule in Keras's form; one Keras lacks is refused in a file (with
+    its name) and kept as hiapi's own object in memory."""
+    try:
+        return optimizer_config.optimizer_to_keras(obj) \
+            if isinstance(obj, optimizers.Optimizer) else optimizer_config.schedule_to_keras(obj)
+    except ValueError:
+        if strict:
+            raise
+        return _serialize_object(obj, strict)
+
+
+def _optimizer_from(module, class_name, body):
+    """The optimizer or schedule of a ``keras.optimizers`` (or hiapi's own) entry."""
+    entry = {"class_name": class_name, "config": body}
+    if "schedules" in module:
+        return optimizer_config.schedule_from_keras(entry) if module.startswith("keras") \
+            else schedules.deserialize({**body, "class_name": class_name})
+    return optimizer_config.optimizer_from_keras(entry) if module.startswith("keras") \
+        else optimizers.deserialize(entry)
 
 
 def serialize_layer(layer: Layer, strict: bool = False) -> dict[str, Any]:
@@ -125,6 +151,8 @@ def _deserialize(config):
     kind = "loss" if "losses" in module else "metric" if "metrics" in module else None
     if cls is None and kind is not None:         # hiapi.serialization.objects knows losses, metrics
         return objects.deserialize_object({"class_name": class_name, "config": body}, kind=kind)
+    if cls is None and module.startswith(("keras.optimizers", "hiapi.optimizers")):
+        return _optimizer_from(module, class_name, body)
     if cls is None:
         cls = get_class(config.get("registered_name") or class_name, module)   # the error
     if isinstance(cls, type) and issubclass(cls, Layer):

@@ -2,6 +2,7 @@
 ``metrics.get`` so the two accept the same kinds of identifier in the same order (as Keras's
 ``get`` functions do): an instance, a name, a class name, a saved config, a class, a function.
 """
+from hiapi.serialization.object_registration import get_registered_object
 
 # Names Keras gives both a loss and a metric: each means the class of the same class name in
 # hiapi.losses and in hiapi.metrics, so the two tables cannot drift apart.
@@ -35,7 +36,8 @@ def resolve(identifier, base, by_name, classes, deserialize, wrap, keep_name=Fal
     An instance of ``base`` is returned as is; a name in ``by_name`` (called with
     ``name=identifier`` when ``keep_name``, so ``"mae"`` logs as ``mae``) or in ``classes`` is
     made with its defaults; a dict is a saved config for ``deserialize``; a subclass of
-    ``base`` is made with its defaults; any other callable is wrapped by ``wrap``.
+    ``base`` is made with its defaults; any other callable is wrapped by ``wrap``; another
+    name is looked up among the custom objects (registered ones, or a scope's).
     """
     if isinstance(identifier, base):
         return identifier
@@ -49,4 +51,7 @@ def resolve(identifier, base, by_name, classes, deserialize, wrap, keep_name=Fal
         return identifier()
     if callable(identifier):
         return wrap(identifier)
+    found = get_registered_object(identifier) if isinstance(identifier, str) else None
+    if found is not None and not isinstance(found, str):      # "package>name", as Keras
+        return resolve(found, base, by_name, classes, deserialize, wrap, keep_name)
     return None

@@ -373,3 +373,45 @@ def test_layers_and_objects_in_a_custom_config_are_serialized_as_keras_does(tmp_
     model = hiapi.Model(inputs, layer(inputs))
     model.save(tmp_path / "a.keras")
     assert_same_predictions(model, hiapi.models.load_model(tmp_path / "a.keras"), X)
+
+
+def test_optimizers_and_schedules_serialize_as_keras_objects():
+    """keras.saving.serialize_keras_object(optimizer) is a keras.optimizers object that
+    deserialize_keras_object turns back into the optimizer; hiapi could not find the class."""
+    schedule = hiapi.optimizers.schedules.ExponentialDecay(0.1, 10, 0.9)
+    entry = hiapi.saving.serialize_keras_object(hiapi.optimizers.Adam(schedule, beta_1=0.8))
+    assert entry["module"] == "keras.optimizers" and entry["class_name"] == "Adam"
+    assert entry["config"]["learning_rate"]["module"] == "keras.optimizers.schedules"
+    again = hiapi.saving.deserialize_keras_object(json.loads(json.dumps(entry)))
+    assert isinstance(again, hiapi.optimizers.Adam) and again.beta_1 == 0.8
+    assert isinstance(again.learning_rate, hiapi.optimizers.schedules.ExponentialDecay)
+    assert again.learning_rate(10) == pytest.approx(0.09)
+    alone = hiapi.saving.deserialize_keras_object(hiapi.saving.serialize_keras_object(schedule))
+    assert alone(20) == pytest.approx(0.081)
+
+
+@hiapi.saving.register_keras_serializable(package="test_serialization")
+def cubed_error(y_true, y_pred):
+    return hiapi.ops.mean((y_pred - y_true) ** 3, axis=-1)
+
+
+def test_a_keras_function_object_in_compile_config_names_the_function():
+    model = hiapi.Sequential([hiapi.Input((4,)), layers.Dense(1)])
+    model.compile_from_config({
+        "optimizer": {"module": "keras.optimizers", "class_name": "SGD",
+                      "config": {"learning_rate": 0.1}, "registered_name": None},
+        "loss": {"module": "builtins", "class_name": "function",
+                 "config": "test_serialization>cubed_error",
+                 "registered_name": "function"}})
+    loss = model.evaluate(np.ones((2, 4), "float32"), np.zeros((2, 1), "float32"), verbose=0)
+    want = model.predict(np.ones((2, 4), "float32"), verbose=0) ** 3
+    assert loss == pytest.approx(float(want.mean()), rel=1e-5)
+
+
+def test_a_registered_loss_function_survives_a_keras_file(tmp_path):
+    model = hiapi.Sequential([hiapi.Input((4,)), layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=cubed_error, metrics=[cubed_error])
+    model.save(tmp_path / "cube.keras")
+    loaded = hiapi.models.load_model(tmp_path / "cube.keras")
+    x, y = np.ones((2, 4), "float32"), np.zeros((2, 1), "float32")
+    assert loaded.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0))

@@ -9,10 +9,10 @@ number rather than a variable.
 import numpy as np
 
 from hiapi import optimizers as optimizers_module
-from hiapi.saving.keras_archive.keras_arguments import OPTIMIZERS
 from hiapi.models import model_config
-from hiapi.saving.keras_archive.layer_config import (HIAPI_SUGGESTION, constructor_arguments,
-                                                     keras_object)
+from hiapi.saving.keras_archive.layer_config import HIAPI_SUGGESTION, keras_object
+from hiapi.saving.keras_archive.optimizer_config import (optimizer_from_keras,
+                                                         optimizer_to_keras, plain)
 from hiapi.serialization.objects import deserialize_object, serialize_object
 
 _KERAS_MODULES = {"loss": "keras.losses", "metric": "keras.metrics"}
@@ -48,39 +48,6 @@ def _to_keras(value):
     return value
 
 
-def optimizer_to_keras(optimizer):
-    saved = optimizers_module.serialize(optimizer)
-    class_name, keras_arguments = saved["class_name"], OPTIMIZERS.get(saved["class_name"])
-    if keras_arguments is None:
-        raise ValueError(f"cannot write the optimizer {class_name} to a Keras .keras file: "
-                         f"Keras has no such optimizer; save with include_optimizer=False, "
-                         f"or {HIAPI_SUGGESTION}")
-    config = {}
-    for key, value in saved["config"].items():
-        if key not in keras_arguments:
-            raise ValueError(f"cannot write the optimizer {class_name} to a Keras .keras "
-                             f"file: Keras's {class_name} has no argument {key!r}; "
-                             f"{HIAPI_SUGGESTION}")
-        if key == "learning_rate" and isinstance(value, dict):
-            value = _schedule_to_keras(value)
-        config[key] = value
-    return keras_object("keras.optimizers", class_name, config)
-
-
-def _schedule_to_keras(config):
-    """hiapi writes a schedule as its config plus ``class_name``; Keras as an object (nested
-    schedules, as in warm-up wrappers, too)."""
-    inner = {key: _schedule_to_keras(value) if isinstance(value, dict) else value
-             for key, value in config.items() if key != "class_name"}
-    return keras_object("keras.optimizers.schedules", config["class_name"], inner)
-
-
-def _schedule_from_keras(value):
-    inner = {key: _schedule_from_keras(item) if isinstance(item, dict) and "config" in item
-             else item for key, item in value["config"].items()}
-    return {**inner, "class_name": value["class_name"]}
-
-
 def optimizer_values(optimizer, model):
     """The optimizer's variables in Keras's order. An optimizer not built yet is written as
     freshly built (zero slots): Keras builds it when loading a compiled model and would
@@ -110,42 +77,6 @@ def _slots_in_keras_order(optimizer, model):
     return ordered
 
 
-def _plain(value):
-    """A Keras object as hiapi's ``{"class_name", "config"}``, nested ones too."""
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict) and "class_name" in value and "config" in value:
-        if value["class_name"] == "function":
-            return value.get("registered_name") or value["config"]
-        config = value["config"]
-        return {"class_name": value["class_name"],
-                "config": {k: _plain(v) for k, v in config.items()}
-                if isinstance(config, dict) else config}
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
-
-
-def optimizer_from_keras(entry):
-    class_name = entry["class_name"]
-    defaults = OPTIMIZERS.get(class_name)
-    if defaults is None:
-        raise ValueError(f"hiapi has no optimizer {class_name!r}; load with compile=False "
-                         f"and compile the model yourself")
-    known = constructor_arguments(getattr(optimizers_module, class_name))
-    config = {}
-    for key, value in entry["config"].items():
-        value = _schedule_from_keras(value) if key == "learning_rate" and \
-            isinstance(value, dict) else _plain(value)
-        if key not in known:
-            if key in defaults and value == defaults[key]:
-                continue
-            raise ValueError(f"optimizer {class_name} has {key}={value!r}, which hiapi's "
-                             f"{class_name} does not support; load with compile=False")
-        config[key] = value
-    return optimizers_module.deserialize({"class_name": class_name, "config": config})
-
-
 def compile_from_keras(model, config, custom_objects=None):
     """``model.compile`` with what a Keras ``compile_config`` holds (``Model``'s default
     ``compile_from_config``)."""
@@ -156,12 +87,12 @@ def compile_from_keras(model, config, custom_objects=None):
     optimizer = optimizer_from_keras(config["optimizer"]) \
         if config.get("optimizer") else "rmsprop"
     model.compile(optimizer=optimizer,
-                  loss=deserialize_object(_plain(config.get("loss")), custom_objects, "loss"),
+                  loss=deserialize_object(plain(config.get("loss")), custom_objects, "loss"),
                   loss_weights=config.get("loss_weights"),
-                  metrics=deserialize_object(_plain(config.get("metrics") or None),
+                  metrics=deserialize_object(plain(config.get("metrics") or None),
                                              custom_objects, "metric"),
                   weighted_metrics=deserialize_object(
-                      _plain(config.get("weighted_metrics") or None), custom_objects, "metric"))
+                      plain(config.get("weighted_metrics") or None), custom_objects, "metric"))
     return optimizer
 
 
