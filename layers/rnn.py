@@ -80,7 +80,12 @@ class RecurrentLoop(Layer):
             for variable, state in zip(self._state_variables, states):
                 self.add_update(variable, state)
         result = rnn_loop.stack_steps(outputs) if self.return_sequences else outputs[-1]
-        return [result] + list(states) if self.return_state else result
+        return [result] + self._returned_states(states) if self.return_state else result
+
+    def _returned_states(self, states):
+        """The last states as ``return_state`` gives them (flat; nested per cell for stacked
+        cells, as Keras)."""
+        return list(states)
 
     def _initial_states(self, given, like):
         if given is not None:
@@ -104,8 +109,8 @@ class RecurrentLoop(Layer):
         result = outputs[0] if len(outputs) == 1 else outputs
         if not self.return_state:
             return result
-        return [result] + [ops.deferred(sources, (batch,) + shape, dtype, owner)
-                           for shape in self.state_sizes]
+        return [result] + self._returned_states(
+            [ops.deferred(sources, (batch,) + shape, dtype, owner) for shape in self.state_sizes])
 
     def compute_mask(self, inputs, previous_mask=None):
         if isinstance(previous_mask, (list, tuple)):
@@ -182,6 +187,16 @@ class RNN(RecurrentLoop):
 
     def build(self, input_shape):
         self.built = True         # the cell is built in call, from the sequence alone
+
+    def _returned_states(self, states):
+        if not isinstance(self.cell, StackedRNNCells):
+            return list(states)
+        grouped, states = [], list(states)
+        for cell in self.cell.cells:
+            count = len(size_shapes(cell.state_size))
+            grouped.append(states[:count])
+            states = states[count:]
+        return grouped
 
     def call(self, inputs, training=None, mask=None):
         if not self.cell.built:       # from the sequence alone, without the initial states

@@ -35,7 +35,7 @@ def split_inputs(inputs, mask):
         mask = flatten(mask)[0]
     if isinstance(inputs, WithInitialState):
         sequence, states = inputs
-        return sequence, list(states), mask
+        return sequence, flatten(states), mask       # stacked cells' states may be nested
     return inputs, None, mask
 
 

@@ -187,10 +187,19 @@ def test_stacked_cells_equal_stacked_layers():
     assert isinstance(rnn.cell, layers.StackedRNNCells)
     rnn(x)
     rnn.set_weights(first.get_weights() + second.get_weights())
-    got = rnn(x)
-    assert len(got) == 4 and rnn.cell.state_size == [[6, 6], 2]
-    for g, want in zip(got, [out, h1, c1, h2]):
+    got = rnn(x)            # Keras: the states nested per cell
+    assert len(got) == 3 and rnn.cell.state_size == [[6, 6], 2]
+    for g, want in zip([got[0], *got[1], *got[2]], [out, h1, c1, h2]):
         np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+    x2 = randn(3, 2, 5, seed=1)
+    again = rnn(x2, initial_state=got[1:])          # nested initial states, as returned
+    seq2 = first(x2, initial_state=[h1, c1])[0]
+    np.testing.assert_allclose(again[0], second(seq2, initial_state=[h2])[0], rtol=1e-5,
+                               atol=1e-6)
+    symbolic = layers.RNN([layers.LSTMCell(6), layers.GRUCell(2)], return_state=True)(
+        hiapi.Input((None, 5)))
+    assert [v.shape for v in hiapi.tree.flatten(symbolic)] == [(None, 2), (None, 6),
+                                                               (None, 6), (None, 2)]
     copy = layers.RNN.from_config(rnn.get_config())
     assert [type(c).__name__ for c in copy.cell.cells] == ["LSTMCell", "GRUCell"]
 
