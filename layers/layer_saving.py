@@ -58,14 +58,19 @@ class LayerSaving:
             self.build(**config["shapes_dict"])  # type: ignore[attr-defined]
             self.built = True
 
+    def saved_variables(self) -> list:
+        """What ``save_own_variables`` writes: ``layer.weights`` (a model, whose layers are
+        saved each under its own path, keeps only its own)."""
+        return list(self.weights)  # type: ignore[attr-defined]  # Layer's property
+
     def save_own_variables(self, store: MutableMapping[str, Any]) -> None:
-        for index, variable in enumerate(self.weights):  # type: ignore[attr-defined]
+        for index, variable in enumerate(self.saved_variables()):
             store[str(index)] = variable.numpy()
 
     def load_own_variables(self, store: MutableMapping[str, Any]) -> None:
-        """Assign ``store["0"]``, ``store["1"]``, ... to ``layer.weights``, or raise a
+        """Assign ``store["0"]``, ``store["1"]``, ... to ``saved_variables()``, or raise a
         ValueError naming the layer and what does not match."""
-        variables = self.weights  # type: ignore[attr-defined]  # Layer's property
+        variables = self.saved_variables()
         if len(store) != len(variables):
             raise ValueError(f"layer {self.name!r} ({type(self).__name__}) has "
                              f"{len(variables)} weights, the file holds {len(store)}")

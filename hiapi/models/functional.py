@@ -165,6 +165,10 @@ class Model(Trainer, Layer):
                              f"subclassed model")
         subclassed.build(self, input_shape)
 
+    def saved_variables(self):
+        """A model's own variables: its layers are saved each under its own path."""
+        return list(self._weights)
+
     def build_from_config(self, config):
         """A subclassed model may have been built for a list or dict of input shapes."""
         shape = (config or {}).get("input_shape")

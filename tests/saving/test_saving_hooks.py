@@ -251,3 +251,34 @@ def test_the_default_compile_config_round_trips(tmp_path):
     assert copy.get_compile_config() is None
     copy.compile_from_config(config)
     assert copy.compiled and copy.optimizer.learning_rate == pytest.approx(0.01)
+
+
+@hiapi.saving.register_keras_serializable(package="test_hooks")
+class Tempered(hiapi.Model):
+    """A subclassed model with a Variable of its own and its own save hook."""
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = layers.Dense(3)
+        self.temperature = hiapi.Variable(np.float32(2.0), name="temperature")
+
+    def call(self, inputs):
+        return self.dense(inputs) / self.temperature
+
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        store["note"] = np.arange(3)
+
+    def load_own_variables(self, store):
+        super().load_own_variables({key: value for key, value in store.items() if key != "note"})
+        self.note = np.asarray(store["note"])
+
+
+def test_a_subclassed_models_own_variables_go_through_its_hooks(tmp_path):
+    model = Tempered()
+    model(X)
+    model.temperature.assign(np.float32(3.0))
+    assert [v.name for v in model.saved_variables()] == ["temperature"]
+    model.save(tmp_path / "t.keras")
+    loaded = hiapi.models.load_model(tmp_path / "t.keras")
+    assert float(loaded.temperature.numpy()) == 3.0 and loaded.note.tolist() == [0, 1, 2]
+    np.testing.assert_allclose(loaded.predict(X, verbose=0), model.predict(X, verbose=0))

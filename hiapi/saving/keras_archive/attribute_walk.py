@@ -12,8 +12,8 @@ hiapi's built-in layers keep their own layout (``h5_weights.write_layer``).
 from hiapi.layers.layer import Layer
 from hiapi.models import model_config, subclassed
 from hiapi.layers.input_layer import InputLayer
-from hiapi.saving.keras_archive.h5_weights import (group_names, read_layer, read_vars,
-                                                    write_layer, write_vars)
+from hiapi.saving.keras_archive.h5_weights import (group_names, read_layer, read_store,
+                                                    write_layer, write_store, write_vars)
 
 
 def walks(layer):
@@ -73,7 +73,9 @@ def write(file, model):
         if model_config.is_graph_model(layer):
             write_vars(file, f"{prefix}vars", layer.name, [])
         elif walks(layer):
-            write_vars(file, f"{prefix}vars", layer.name, [v.numpy() for v in layer._weights])
+            store = {}
+            layer.save_own_variables(store)
+            write_store(file, f"{prefix}vars", layer.name, store)
         else:
             write_layer(file, layer, path)
 
@@ -84,13 +86,9 @@ def read(file, model, filepath):
         if model_config.is_graph_model(layer) or isinstance(layer, InputLayer):
             continue
         if walks(layer):
-            own = layer._weights
-            values = read_vars(file, f"{prefix}vars")
-            if len(values) != len(own):
-                raise ValueError(f"{filepath}: model {layer.name!r} has {len(own)} weights of "
-                                 f"its own, the file holds {len(values)} under "
-                                 f"{prefix + 'vars'!r}")
-            for variable, value in zip(own, values):
-                variable.assign(value)
+            try:
+                layer.load_own_variables(read_store(file, f"{prefix}vars"))
+            except ValueError as error:
+                raise ValueError(f"{filepath}: {error} (under {prefix + 'vars'!r})") from None
         else:
             read_layer(file, layer, filepath, path)
