@@ -268,3 +268,12 @@ def test_custom_layer_through_registration(tmp_path):
     hiapi.Sequential([hiapi.Input(shape=(3,)), Unregistered()]).save(tmp_path / "u.hiapi")
     with pytest.raises(ValueError, match="Unknown class 'Unregistered'.*register"):
         hiapi.models.load_model(tmp_path / "u.hiapi")
+
+
+def test_keras_models_save_model_is_model_save(tmp_path):
+    """The serialization guide: keras.models.save_model(model, path) is model.save(path)."""
+    model = hiapi.Sequential([hiapi.Input((5,)), layers.Dense(2)])
+    hiapi.models.save_model(model, tmp_path / "s.keras")
+    x = np.ones((3, 5), "float32")
+    loaded = hiapi.models.load_model(tmp_path / "s.keras")
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
