@@ -16,19 +16,54 @@ from hiapi.graph import Function, grad, placeholder
 from hiapi.layers.layer import _flatten
 from hiapi.layers.layer_io import not_a_node
 from hiapi.graph.tracing import collect_state
+from hiapi.graph.ops.deferred import Deferred
 
 
-def input_placeholders(model, xs):
+def input_placeholders(model, xs, by_length=False):
+    """One placeholder per model input; ``by_length``: the axes past the batch that the model
+    leaves open (``Input(shape=(None, 8))``: a sequence of any length) take the data's sizes."""
     specs = model.input_specs()
     if specs is None:        # unbuilt subclassed model: shapes come from the data
         specs = [((None,) + a.shape[1:], "float32") for a in xs]
-    # an axis the model leaves open beyond the batch (Input(shape=(None, 8)): a sequence of
-    # any length) takes the data's size, so layers that need it (an unrolled RNN) have it;
-    # the trainer keeps one step function per such shape
-    return [placeholder(shape[:1] + tuple(d if d is not None else a.shape[k + 1]
+    return [placeholder(shape[:1] + tuple(d if d is not None or not by_length
+                                          else a.shape[k + 1]
                                           for k, d in enumerate(shape[1:])),
                         dtype, name=f"input_{i}")
             for i, ((shape, dtype), a) in enumerate(zip(specs, xs))]
+
+
+def _traced(model, xs, training):
+    """(placeholders, outputs, state) of the model traced for ``xs``. Axes the model leaves
+    open stay open (one compiled graph serves every size), unless a layer needs their sizes
+    (a recurrent layer unrolled over a sequence of unknown length gives ``Deferred``
+    outputs): then it is traced again for the data's sizes, and the model's step functions
+    are kept per size from then on (``by_length``)."""
+    inputs = input_placeholders(model, xs)
+    outputs, state = _trace(model, inputs, training)
+    if _deferred(outputs):
+        model._steps_by_length = True
+        inputs = input_placeholders(model, xs, by_length=True)
+        outputs, state = _trace(model, inputs, training)
+    return inputs, outputs, state
+
+
+def _deferred(outputs):
+    seen, stack = set(), list(outputs)
+    while stack:
+        var = stack.pop()
+        if id(var) in seen:
+            continue
+        seen.add(id(var))
+        if isinstance(var.op, Deferred):
+            return True
+        stack.extend(var.inputs)
+    return False
+
+
+def by_length(model, xs):
+    """The part of a step function's key that the data's sizes along open axes make (empty
+    unless the model is traced per size, see ``_traced``)."""
+    return tuple(open_axes(model, xs)) if getattr(model, "_steps_by_length", False) else ()
 
 
 def open_axes(model, xs):
@@ -48,8 +83,7 @@ def _trace(model, inputs, training):
 
 
 def _loss_graph(model, xs, ys, weighted, training):
-    inputs = input_placeholders(model, xs)
-    outputs, state = _trace(model, inputs, training)
+    inputs, outputs, state = _traced(model, xs, training)
     compiled = model.compiled_targets(outputs)
     targets, weights = compiled.placeholders(outputs, ys, weighted)
     results = compiled.build(targets, outputs, weights, state.losses)
@@ -58,8 +92,7 @@ def _loss_graph(model, xs, ys, weighted, training):
 
 
 def predict_function(model, xs):
-    inputs = input_placeholders(model, xs)
-    outputs, state = _trace(model, inputs, training=False)
+    inputs, outputs, state = _traced(model, xs, training=False)
     return Function(inputs, outputs, state.updates, name="predict_step", tuned=True)
 
 

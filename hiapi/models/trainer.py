@@ -205,7 +205,7 @@ class Trainer(StepMethods, CompileSaving):
 
     def _step(self, kind, xs, ys=(), weights=()):
         key = (kind, bool(weights), len(ys)) + tuple((a.ndim, a.dtype.kind) for a in [*xs, *ys]) \
-            + tuple(steps.open_axes(self, xs))
+            + steps.by_length(self, xs)
         function = self._step_functions.get(key)
         if function is None:
             if kind == "predict" and custom_steps.overrides(self, "predict_step") or \

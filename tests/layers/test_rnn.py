@@ -234,3 +234,23 @@ def test_keras_implementation_and_cudnn_arguments_are_accepted():
         layers.SimpleRNN(2, implementation=3)
     with pytest.raises(TypeError, match="use_cudnn"):
         layers.SimpleRNN(2, use_cudnn=True)            # as Keras: SimpleRNN has no cuDNN path
+
+
+def test_open_axes_stay_open_for_models_that_do_not_need_their_size():
+    """Only a model whose layers need a length is traced per length: a convolutional model on
+    images of any size still trains on batches of different sizes with one step function."""
+    inputs = hiapi.Input((None, None, 2))
+    model = hiapi.Model(inputs, layers.GlobalAveragePooling2D()(layers.Conv2D(3, 3)(inputs)))
+    model.compile("sgd", "mse")
+
+    def batches():
+        for size in (6, 9, 6, 9):
+            yield randn(2, size, size, 2, seed=size), np.zeros((2, 3), np.float32)
+    model.fit(batches(), epochs=1, verbose=0)
+    assert not getattr(model, "_steps_by_length", False)
+    rnn_in = hiapi.Input((None, 2))
+    recurrent = hiapi.Model(rnn_in, layers.SimpleRNN(3)(rnn_in))
+    for steps in (3, 5):
+        assert recurrent.predict(randn(2, steps, 2), verbose=0).shape == (2, 3)
+    assert recurrent._steps_by_length
+    assert len(recurrent._step_functions) == 2
