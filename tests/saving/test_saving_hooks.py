@@ -282,4 +282,3 @@ def test_a_subclassed_models_own_variables_go_through_its_hooks(tmp_path):
     loaded = hiapi.models.load_model(tmp_path / "t.keras")
     assert float(loaded.temperature.numpy()) == 3.0 and loaded.note.tolist() == [0, 1, 2]
     np.testing.assert_allclose(loaded.predict(X, verbose=0), model.predict(X, verbose=0))
-
