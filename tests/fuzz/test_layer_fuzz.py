@@ -20,7 +20,11 @@ from hiapi.layers.layer import Layer
 from layer_cases import CASES
 
 NOT_FUZZED = {"Layer": "the abstract base", "Wrapper": "the abstract base of wrappers",
-              "InputLayer": "no computation; Input() makes it"}
+              "InputLayer": "no computation; Input() makes it",
+              "SimpleRNNCell": "one step: fuzzed as the RNN case's cell",
+              "LSTMCell": "one step: fuzzed as the RNN case's cell",
+              "GRUCell": "one step: fuzzed as the RNN case's cell",
+              "StackedRNNCells": "one step: fuzzed as the RNN case's cell"}
 
 
 def check_layer(case, kwargs, inputs, training):
@@ -106,9 +110,10 @@ def _flat(value):
 
 
 def _flat_shapes(shape):
-    """One shape, or a list/tuple of shapes (several outputs)."""
+    """One shape, or a list/tuple of shapes (several outputs), nested (the states of stacked
+    recurrent cells, grouped per cell)."""
     if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        return list(shape)
+        return [s for item in shape for s in _flat_shapes(item)]
     return [shape]
 
 
