@@ -96,9 +96,18 @@ class Variable:
     def numpy(self):
         return get_backend().to_numpy(self.storage).copy()
 
-    # numpy's operators defer to the Variable's own (``ndarray * variable`` in a ``call`` is a
-    # graph value, trained, not a constant read through __array__), as for Var
-    __array_ufunc__ = None
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's operators on a Variable are the Variable's own: ``ndarray * variable`` in a
+        ``call`` is a graph value that trains, not a constant read through ``__array__``.
+        numpy's other functions read its value now, as Keras's variables convert
+        (``np.sum(layer.kernel)``, ``np.abs(variable)``)."""
+        operator = _NUMPY_OPERATORS.get(ufunc)
+        if method == "__call__" and operator and len(inputs) == 2 and not kwargs:
+            first, second = inputs
+            return getattr(self, f"__{operator}__")(second) if first is self else \
+                getattr(self, f"__r{operator}__")(first)
+        values = [x.numpy() if isinstance(x, Variable) else x for x in inputs]
+        return getattr(ufunc, method)(*values, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(variable)``: a copy of its value now, as Keras's variables convert
@@ -164,6 +173,11 @@ def _operand(value):
 def _fmt(shape):
     return "(" + ", ".join("None" if d is None else str(d) for d in shape) + \
         ("," if len(shape) == 1 else "") + ")"
+
+
+# the ufuncs behind the operators Variable has (``_through_read``), by the operator's name
+_NUMPY_OPERATORS = {np.add: "add", np.subtract: "sub", np.multiply: "mul",
+                    np.true_divide: "truediv", np.power: "pow", np.matmul: "matmul"}
 
 
 def _through_read(name):

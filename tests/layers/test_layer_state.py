@@ -220,3 +220,14 @@ def test_an_array_times_a_weight_in_call_is_trained():
     model.compile(optimizer="sgd", loss="mse")
     model.fit(np.ones((4, 3), np.float32), np.zeros((4, 3), np.float32), verbose=0)
     assert (model.layers[0].k.numpy() < 1.0).all()
+
+
+def test_numpy_functions_of_a_variable_read_its_value_and_operators_stay_graph_values():
+    from hiapi.graph.var import Var
+    v = hiapi.Variable(np.array([[1.0, -2.0], [3.0, -4.0]], np.float32))
+    assert np.sum(v) == -2.0 and np.mean(v) == -0.5
+    np.testing.assert_array_equal(np.abs(v), [[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(np.maximum(v, 0.0), [[1.0, 0.0], [3.0, 0.0]])
+    for value in (np.ones((2, 2), np.float32) * v, v * np.ones((2, 2), np.float32),
+                  np.ones((2, 2), np.float32) - v, np.eye(2, dtype=np.float32) @ v):
+        assert isinstance(value, Var)
