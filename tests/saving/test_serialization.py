@@ -415,3 +415,24 @@ def test_a_registered_loss_function_survives_a_keras_file(tmp_path):
     loaded = hiapi.models.load_model(tmp_path / "cube.keras")
     x, y = np.ones((2, 4), "float32"), np.zeros((2, 1), "float32")
     assert loaded.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0))
+
+
+@hiapi.saving.register_keras_serializable(package="test_serialization")
+class Named(layers.Layer):
+    """Keeps the strings it was given (the serialization guide's MyDense with "l1", "ones")."""
+    def __init__(self, kernel_regularizer=None, kernel_initializer=None, **kwargs):
+        super().__init__(**kwargs)
+        self.kernel_regularizer, self.kernel_initializer = kernel_regularizer, kernel_initializer
+
+    def get_config(self):
+        return {**super().get_config(), "kernel_regularizer": self.kernel_regularizer,
+                "kernel_initializer": self.kernel_initializer}
+
+
+def test_strings_in_a_custom_config_stay_strings_as_keras_keeps_them():
+    entry = hiapi.layers.serialize(Named(kernel_regularizer="l1", kernel_initializer="ones"))
+    assert entry["config"]["kernel_regularizer"] == "l1"
+    assert entry["config"]["kernel_initializer"] == "ones"
+    assert entry["config"]["dtype"]["class_name"] == "DTypePolicy"
+    again = hiapi.layers.deserialize(entry)
+    assert (again.kernel_regularizer, again.kernel_initializer) == ("l1", "ones")

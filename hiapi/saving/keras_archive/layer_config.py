@@ -113,7 +113,9 @@ def to_keras(layer, strict=True):
     as Keras writes one: its module, its registered name, its ``get_config()``."""
     cls = type(layer)
     if not cls.__module__.startswith("hiapi.") or is_registered(cls):
-        config = {key: _to_keras_value(key, value, strict)
+        # Keras keeps what a class of your own put in its config: "l1" stays a string
+        config = {key: value if isinstance(value, str) and key != "dtype"
+                  else _to_keras_value(key, value, strict)
                   for key, value in layer.get_config().items()}
         return {"module": cls.__module__, "class_name": cls.__name__, "config": config,
                 "registered_name": get_registered_name(cls)}
