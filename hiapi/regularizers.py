@@ -25,24 +25,24 @@ class L1L2(Regularizer):
         return ops.constant(0.0, x.dtype) if isinstance(total, float) else total
 
 
-class L1(Regularizer):
+class L1(L1L2):
     """``l1 * sum(|x|)`` (Keras's class: its config is ``{"l1": ...}``)."""
 
     def __init__(self, l1=0.01):
-        self.l1 = float(l1)
+        super().__init__(l1=l1)
 
-    def __call__(self, x):
-        return self.l1 * ops.sum(ops.abs(x))
+    def get_config(self):
+        return {"l1": self.l1}
 
 
-class L2(Regularizer):
+class L2(L1L2):
     """``l2 * sum(x^2)`` (Keras's class: its config is ``{"l2": ...}``)."""
 
     def __init__(self, l2=0.01):
-        self.l2 = float(l2)
+        super().__init__(l2=l2)
 
-    def __call__(self, x):
-        return self.l2 * ops.sum(ops.square(x))
+    def get_config(self):
+        return {"l2": self.l2}
 
 
 # Keras 3's lowercase aliases: ``kernel_regularizer=regularizers.l2(1e-4)``; as in Keras,

@@ -137,7 +137,8 @@ class Bidirectional(Wrapper):
         sequence_mask = previous_mask if self.return_sequences else None
         masks = [sequence_mask] * (1 if self.merge_mode else 2)
         if self.return_state:
-            masks += [None] * (self.forward_layer.state_count + self.backward_layer.state_count)
+            masks += [None] * (len(self.forward_layer.state_sizes) +
+                              len(self.backward_layer.state_sizes))
         return masks if len(masks) > 1 else masks[0]
 
     def get_config(self):

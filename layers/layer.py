@@ -329,8 +329,7 @@ class Layer(LayerIO, LayerLosses, LayerSaving):
             holders = [placeholder(a.shape, self.dtype if a.dtype.kind == "f" else a.dtype)
                        for a in arrays]
             mask_holder = None if mask is None else placeholder(mask.shape, "bool")
-            structured = holders[0] if len(holders) == 1 and not isinstance(inputs, (list, tuple)) \
-                else _same_sequence(inputs, holders)
+            structured = _same_sequence(inputs, holders)
             # filled by Layer._call_symbolic with, for each output, the Variable call
             # returned as it (``return self.total``) or None; a Model's trace leaves it empty
             self.__dict__["_eager_returned"] = returned = []
@@ -349,7 +348,7 @@ class Layer(LayerIO, LayerLosses, LayerSaving):
                          state.updates, name=f"{self.name}_eager"),
                 outputs, [None if m is None else "fed" if m is mask_holder else "computed"
                           for m in output_masks], [(layer, len(terms)) for layer, terms in owners],
-                returned)
+                returned if any(v is not None for v in returned) else None)
         function, outputs, mask_sources, owners, returned = cached
         results = function(*arrays, *([] if mask is None else [mask]))
         results = iter(results if isinstance(results, (list, tuple)) else [results])
@@ -358,9 +357,9 @@ class Layer(LayerIO, LayerLosses, LayerSaving):
                       for source in mask_sources])
         for layer, count in owners:
             layer._own_losses()[:] = [next(results)[()] for _ in range(count)]
-        # a Variable returned by call comes back as itself, updated, as in Keras
-        values = iter([v if variable is None else variable
-                       for v, variable in zip(values, returned or [None] * len(values))])
+        if returned:        # a Variable returned by call comes back as itself, as in Keras
+            values = [v if variable is None else variable for v, variable in zip(values, returned)]
+        values = iter(values)
         return _map(lambda _: eager_mask.with_mask(next(values), next(found)), outputs)
 
     def compute_output_shape(self, input_shape: Shape) -> Any:

@@ -76,7 +76,7 @@ class ProgbarLogger(Callback):
     # evaluate and predict on their own; a validation pass inside fit shows nothing
     def on_test_begin(self, logs=None):
         if not self._in_fit:
-            self._begin_pass(True)
+            self._begin_pass(self.verbose == 1)
 
     def on_test_batch_end(self, batch, logs=None):
         if not self._in_fit:
@@ -87,7 +87,7 @@ class ProgbarLogger(Callback):
             self._end_pass(logs)
 
     def on_predict_begin(self, logs=None):
-        self._begin_pass(True)
+        self._begin_pass(self.verbose == 1)
 
     def on_predict_batch_end(self, batch, logs=None):
         self._pass_step(batch, None)
@@ -117,6 +117,8 @@ class ProgbarLogger(Callback):
     def reads_batch_logs(self, hook, batch):
         """The bar shows the running logs every 10th batch and at the last; a plain line
         (output to a file) or ``verbose=2`` shows only the epoch's (or the pass's)."""
+        if hook == "on_predict_batch_end" or hook == "on_test_batch_end" and self._in_fit:
+            return False        # predict's outputs are not shown; fit's validation is quiet
         return self._bar is not None and (
             self._first_step is not None or hook != "on_train_batch_end") and (
             batch % 10 == 0 or self._bar.n + 1 == self._bar.total)

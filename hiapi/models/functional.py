@@ -18,6 +18,7 @@ from hiapi.hints import Tensor
 from hiapi.graph.var import Var
 from hiapi.layers.input_layer import InputLayer
 from hiapi.layers.layer import Layer, _flatten, _map
+from hiapi.layers.layer_io import _shapes
 from hiapi.layers.layer_saving import is_flat_shape
 from hiapi.models import model_config, op_node, subclassed
 from hiapi.models.input_signature import InputSignature, check_input
@@ -67,7 +68,7 @@ class Model(Trainer, Layer):
         Keras 3's ``Functional.input_shape``; a subclassed model has its first call's."""
         if subclassed.is_subclassed(self):
             return Layer.input_shape.fget(self)
-        return _one_or_list([tuple(var.shape) for var in self.inputs])
+        return _shapes(self.input)
 
     @property
     def output_shape(self):
@@ -75,7 +76,7 @@ class Model(Trainer, Layer):
         ``Functional.output_shape``; a subclassed model has its first call's."""
         if subclassed.is_subclassed(self):
             return Layer.output_shape.fget(self)
-        return _one_or_list([tuple(var.shape) for var in self.outputs])
+        return _shapes(self.output)
 
     @property
     def layers(self) -> list[Layer]:
@@ -238,10 +239,6 @@ def _collect_nodes(model_name, inputs, outputs):
     for var in outputs:
         visit(var, ())
     return nodes
-
-
-def _one_or_list(shapes):
-    return shapes[0] if len(shapes) == 1 else shapes
 
 
 def _unique_layers(layers):

@@ -17,6 +17,7 @@ from hiapi.layers.layer import _flatten
 from hiapi.layers.layer_io import not_a_node
 from hiapi.graph.tracing import collect_state
 from hiapi.graph.ops.deferred import Deferred
+from hiapi.graph.schedule import topological_order
 
 
 def input_placeholders(model, xs, by_length=False):
@@ -38,26 +39,14 @@ def _traced(model, xs, training):
     (a recurrent layer unrolled over a sequence of unknown length gives ``Deferred``
     outputs): then it is traced again for the data's sizes, and the model's step functions
     are kept per size from then on (``by_length``)."""
-    inputs = input_placeholders(model, xs)
+    by_length = getattr(model, "_steps_by_length", False)
+    inputs = input_placeholders(model, xs, by_length)
     outputs, state = _trace(model, inputs, training)
-    if _deferred(outputs):
+    if not by_length and any(isinstance(v.op, Deferred) for v in topological_order(outputs)):
         model._steps_by_length = True
         inputs = input_placeholders(model, xs, by_length=True)
         outputs, state = _trace(model, inputs, training)
     return inputs, outputs, state
-
-
-def _deferred(outputs):
-    seen, stack = set(), list(outputs)
-    while stack:
-        var = stack.pop()
-        if id(var) in seen:
-            continue
-        seen.add(id(var))
-        if isinstance(var.op, Deferred):
-            return True
-        stack.extend(var.inputs)
-    return False
 
 
 def by_length(model, xs):

@@ -77,3 +77,12 @@ def test_an_eager_call_sees_the_concrete_batch_size():
         state = np.tanh(x[:, t] @ kernel + bias) + state
         np.testing.assert_allclose(out[:, t], state, rtol=1e-5, atol=1e-6)
     assert layer(x[:1]).shape == (1, 3, 4)          # another batch size: traced again
+
+
+def test_an_eager_call_on_a_one_key_dict_keeps_the_dict():
+    class Pick(hiapi.layers.Layer):
+        def call(self, inputs):
+            return inputs["a"] * 2.0
+
+    np.testing.assert_array_equal(Pick()({"a": np.ones((2, 3), np.float32)}),
+                                  np.full((2, 3), 2.0))

@@ -254,3 +254,9 @@ def test_open_axes_stay_open_for_models_that_do_not_need_their_size():
         assert recurrent.predict(randn(2, steps, 2), verbose=0).shape == (2, 3)
     assert recurrent._steps_by_length
     assert len(recurrent._step_functions) == 2
+
+
+def test_bidirectional_over_an_rnn_of_a_cell_returns_its_states():
+    out = layers.Bidirectional(layers.RNN(layers.LSTMCell(4), return_state=True))(
+        hiapi.Input((5, 3)))
+    assert [tuple(o.shape) for o in out] == [(None, 8)] + [(None, 4)] * 4

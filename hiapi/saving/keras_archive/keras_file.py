@@ -89,8 +89,9 @@ def save_keras_model(model, filepath, include_optimizer=True):
                          f"models can be; save it to a '.hiapi' file instead")
     config = serialize_layer(model, strict=True)
     optimizer = _optimizer(model, include_optimizer)
-    if optimizer is not None and model.get_compile_config() is not None:
-        config["compile_config"] = serialize_keras_object(model.get_compile_config(), True)
+    compile_config = model.get_compile_config() if optimizer is not None else None
+    if compile_config is not None:
+        config["compile_config"] = serialize_keras_object(compile_config, True)
     weights = _weights_bytes(model, optimizer)
     asset_files = assets.collect(model)
     metadata = {"keras_version": KERAS_VERSION,
