@@ -17,13 +17,29 @@ differs from a 1-thread one in the last bit).
 Chunks are handed out from a shared counter, so on a busy machine a thread that the scheduler
 left out simply takes fewer. The lowering passed to a worker must be serial (a numba
 ``parallel=True`` loop may not be launched from two threads at once on the workqueue layer).
+
+Before the first job on a number of threads, every one of them runs one single-threaded product
+at the same moment (``WARM_UP``), once per process. Why: numpy's OpenBLAS (0.3.31, its Haswell
+kernels on an AMD EPYC Zen 1 VM) ran ``256x784 @ 784x256`` on one thread in 9 ms instead of 3,
+call after call, on a BLAS buffer that had only served products at most 256 columns wide, and
+at full speed for good once one product wider than 384 columns, of at least 64 rows and a
+``k`` of 256, had run on that buffer (the kernel itself ran 3x longer: no system call, no page
+fault; we did not find why). Each thread calling BLAS at the same time takes a buffer of its
+own, so a product run by the calling thread alone leaves the others' slow: the MLP
+784-1024-1024-10's step with the thread tuner on, all its products in 256-column bands, took
+1.45x its time with the count fixed (issue #29). Warming costs about 4 ms once; on a BLAS
+without the effect it changes nothing.
 """
 import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 from hiapi.runtime import threads
+
+WARM_UP = (64, 512, 512)        # m, k, n of the product that brings a BLAS buffer to speed
 
 
 class ChunkWorkers:
@@ -38,6 +54,7 @@ class ChunkWorkers:
         self._single = threading.Lock()
         self._single_depth = 0
         self._saved = []
+        self._warm = (None, 0)          # (pid, threads whose BLAS buffers were warmed at once)
 
     def count(self, tasks, capacity):
         """Workers for ``tasks`` chunks with scratch for ``capacity``: the threads the pools run
@@ -51,10 +68,12 @@ class ChunkWorkers:
         self.single_threaded_blas_begin()
         try:
             if workers <= 1 or len(tasks) <= 1 or not self._busy.acquire(blocking=False):
+                self._warm_up(1)
                 for task in tasks:
                     job(task, 0)
                 return
             try:
+                self._warm_up(min(workers, len(tasks)))
                 self._run(tasks, job, min(workers, len(tasks)))
             finally:
                 self._busy.release()
@@ -72,6 +91,24 @@ class ChunkWorkers:
                 future.exception()          # every worker done before BLAS gets its threads back
         for future in futures:
             future.result()                 # a worker's exception, raised here
+
+    def _warm_up(self, count):
+        """``count`` threads (the caller and ``count - 1`` of the pool's) each run the
+        ``WARM_UP`` product at the same moment, BLAS at one thread, so that each has a BLAS
+        buffer of its own brought to speed (see the module docstring); once per process and
+        count. The pool's threads only when the caller holds ``_busy``."""
+        pid, warmed = self._warm
+        if pid == os.getpid() and count <= warmed:
+            return
+        m, k, n = WARM_UP
+        a, b = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
+        together = threading.Barrier(count)
+        pool = self._executor(count - 1) if count > 1 else None
+        futures = [pool.submit(warm_buffer, a, b, together) for _ in range(count - 1)]
+        warm_buffer(a, b, together)
+        for future in futures:
+            future.result()
+        self._warm = (os.getpid(), count)
 
     def single_threaded_blas_begin(self):
         """BLAS at one thread until the matching ``single_threaded_blas_end``; nests, and is
@@ -112,6 +149,16 @@ class ChunkWorkers:
             from threadpoolctl import ThreadpoolController
             self._blas = ThreadpoolController().select(user_api="blas").lib_controllers
         return self._blas
+
+
+def warm_buffer(a, b, together):
+    """One ``WARM_UP`` product, started when every warming thread is ready (so that each
+    holds a BLAS buffer of its own); if one is late, alone after a second."""
+    try:
+        together.wait(timeout=1.0)
+    except threading.BrokenBarrierError:
+        pass
+    np.matmul(a, b)
 
 
 def _drain(tasks, counter, job, slot):

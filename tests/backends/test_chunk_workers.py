@@ -102,3 +102,27 @@ def test_a_forked_child_gets_its_own_threads():
         os._exit(0 if sorted(done) == list(range(6)) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_blas_buffers_are_warmed_once_per_thread_count_all_threads_at_once(monkeypatch):
+    """Before the first job on n threads, n threads run the warm-up product together (each
+    then holds a BLAS buffer of its own: ``WARM_UP`` in the module docstring), once."""
+    calls, lock = [], threading.Lock()
+    inside = threading.Barrier(2, timeout=5)
+    original = chunk_workers.warm_buffer
+
+    def warm(a, b, together):
+        original(a, b, together)
+        with lock:
+            calls.append((threading.get_ident(), a.shape, b.shape))
+        if together.parties == 2:
+            inside.wait()       # both threads are warming at once, not one after the other
+    monkeypatch.setattr(chunk_workers, "warm_buffer", warm)
+    workers = ChunkWorkers()
+    workers.run(list(range(4)), lambda task, slot: None, 2)
+    m, k, n = chunk_workers.WARM_UP
+    assert len(calls) == 2 and len({ident for ident, _, _ in calls}) == 2
+    assert all((sa, sb) == ((m, k), (k, n)) for _, sa, sb in calls)
+    workers.run(list(range(4)), lambda task, slot: None, 2)
+    workers.run(list(range(4)), lambda task, slot: None, 1)     # one thread: warmed already
+    assert len(calls) == 2
