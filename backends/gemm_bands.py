@@ -43,6 +43,11 @@ whole on BLAS's threads, the later ones adding, at the cost of a pass over the o
 piece, not a packing per band. Bands are left for what neither serves: products with leading
 dimensions, integers, layouts BLAS cannot read as they are, and a BLAS that no cut satisfies.
 
+Where every product needs them (OpenBLAS's Haswell kernels on an AMD EPYC Zen 1: see
+``backends/thread_invariance.py``), the bands cost about what OpenBLAS's own two threads do
+(``256x784 @ 784x1024`` in four bands on two threads 6.2-6.3 ms, whole 6.1-6.6), once the
+workers' BLAS buffers are warm (``backends/chunk_workers.py``: before that, 9-10 ms).
+
 The cost against OpenBLAS's own threads is that each band packs the other operand again:
 bands are therefore wide (``MIN_BAND`` rows or columns), their number a power of two (equal
 work on 2 or 4 threads), and a product too small to share (``MIN_SPLIT_FLOPS``) runs whole on

@@ -1,6 +1,7 @@
 """Running a worker script under a real ``mpiexec`` from pytest, with a timeout."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,13 @@ def mpiexec_path():
     """The launcher next to this Python (the ``mpich`` wheel's), else one on PATH."""
     beside = Path(sys.executable).parent / "mpiexec"
     return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def interruptible():
+    """``preexec_fn`` of a child a test interrupts with SIGINT: Ctrl-C's default action back,
+    since a shell starts a background job (``pytest &``, ``nohup``) with SIGINT ignored, and a
+    child inherits that, so that the test's Ctrl-C would reach no one."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_mpi(ranks, worker, *args, timeout=180, check=True, env=None):

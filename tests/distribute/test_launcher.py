@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from mpi import ROOT, WORKERS, mpiexec_path
+from mpi import ROOT, WORKERS, interruptible, mpiexec_path
 
 pytestmark = pytest.mark.skipif(mpiexec_path() is None, reason="no mpiexec (the mpi extra)")
 
@@ -75,7 +75,7 @@ def test_ctrl_c_stops_every_rank_and_the_launcher_without_a_restart(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "hiapi.run", "-n", "2", "--max-restarts",
                                 "3", str(script)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=interruptible)
     pids = []
     while len(pids) < 2:
         line = process.stdout.readline()

@@ -34,7 +34,10 @@ def test_staleness_0_equals_synchronous_training_on_the_global_batch(tmp_path, r
                                                                      servers, optimizer, fits):
     run_mpi(ranks, "ps_train.py", tmp_path, "--servers", servers, "--staleness", 0,
             "--optimizer", optimizer, "--fits", fits, "--reference", timeout=300)
-    assert_same_weights(tmp_path, ranks, weights(tmp_path, "reference"))  # servers too
+    # servers too; to float32 rounding only: the servers apply the update outside the
+    # compiled step, so its bits may differ (on an AMD EPYC, 60 of 12,544 weights of the
+    # 2-rank job differed from the reference by up to 4e-5 after 90 steps)
+    assert_same_weights(tmp_path, ranks, weights(tmp_path, "reference"), atol=1e-4)
     logs = records(tmp_path, ranks)
     workers = ranks - servers
     for log in logs[:workers]:        # one model at every epoch end: the same validation

@@ -21,6 +21,7 @@ from hiapi.runtime import threads
 from hiapi.utils.loaders import ProcessLoader, ThreadLoader, WorkerDied, loader_for
 
 from loader_datasets import Shifting, Slices, Unsendable, blobs
+from mpi import interruptible
 
 HERE = Path(__file__).parent
 KINDS = {"threads": dict(workers=3), "processes": dict(workers=2, use_multiprocessing=True)}
@@ -159,7 +160,8 @@ def test_ctrl_c_stops_the_workers_and_leaves_no_process(tmp_path):
                 print("interrupted", flush=True)
     """))
     process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while len([p for p in tmp_path.iterdir() if p.name.isdigit()]) < 3:    # main + 2 workers
         assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
