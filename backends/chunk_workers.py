@@ -24,8 +24,9 @@ kernels on an AMD EPYC Zen 1 VM) ran ``256x784 @ 784x256`` on one thread in 9 ms
 call after call, on a BLAS buffer that had only served products at most 256 columns wide, and
 at full speed for good once one product wider than 384 columns, of at least 64 rows and a
 ``k`` of 256, had run on that buffer (the kernel itself ran 3x longer: no system call, no page
-fault; we did not find why). Each thread calling BLAS at the same time takes a buffer of its
-own, so a product run by the calling thread alone leaves the others' slow: the MLP
+fault; we did not find why). Threads calling BLAS at the same time seem to take buffers of
+their own: after the calling thread alone had run a wide product, a second thread running
+bands beside it stayed slow until one had run on both threads at once. So the MLP
 784-1024-1024-10's step with the thread tuner on, all its products in 256-column bands, took
 1.45x its time with the count fixed (issue #29). Warming costs about 4 ms once; on a BLAS
 without the effect it changes nothing.

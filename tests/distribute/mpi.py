@@ -20,8 +20,8 @@ def mpiexec_path():
 
 def interruptible():
     """``preexec_fn`` of a child a test interrupts with SIGINT: Ctrl-C's default action back,
-    since a shell starts a background job (``pytest &``, ``nohup``) with SIGINT ignored, and a
-    child inherits that, so that the test's Ctrl-C would reach no one."""
+    whatever the test process inherited (a shell starts a background job, ``pytest &``, with
+    SIGINT ignored, and a child inherits that)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
