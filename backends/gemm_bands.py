@@ -69,6 +69,8 @@ _enabled = False            # set for good by the thread tuner: see the module d
 # ``_layout`` -> WHOLE, or the threaded driver's blocks along k: what ``run`` found for it
 _routes = {}
 WHOLE = "whole"
+SHORT_K = 16                # the shortest piece ``k_pieces`` tries: one block in both drivers
+_short_k = {}               # (dtype, m, n) -> whether a product of k = SHORT_K keeps its bits
 
 
 def enable():
@@ -198,13 +200,13 @@ def _decide(key, out, a, b, product, piece, beta):
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
     # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
     blocks = None if piece is None or one_band else _along_k(
-        out, a, b, beta, threaded_blocks,
+        out, a, b, beta, product, threaded_blocks,
         lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece, libraries))
     if blocks is not None:
         _routes[key] = blocks
         return blocks
     bounds = None if piece is None or one_band else _along_k(
-        out, a, b, beta, k_pieces,
+        out, a, b, beta, product, k_pieces,
         lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))
     if bounds is not None:
         k_pieces.run(out, a, b, bounds, piece, beta)
@@ -221,20 +223,43 @@ def _blas_threads():
     return min(lib.num_threads for lib in workers.blas_libraries())
 
 
-def _along_k(out, a, b, beta, module, search):
+def _along_k(out, a, b, beta, product, module, search):
     """What ``module`` (``threaded_blocks`` or ``k_pieces``) found along ``k`` for this
     product's shape and layout, searched the first time by ``search(libraries)``; None for
     operands BLAS cannot take as they are, and not searched from inside a worker that holds
     BLAS at one thread (the search sets BLAS's count for everyone, as ``_whole_is_invariant``'s
-    check does)."""
+    check does), nor where no cut can help (``_cuts_can_help``)."""
     if not blas.can_run(out, a, b):
         return None
     found = module.known(a, b, beta)
     if found is False:
         if workers.holds_blas_single_threaded():
             return None             # in bands this time; searched on a later call
+        if not _cuts_can_help(out, a, product):
+            return None
         found = search(workers.blas_libraries())
     return found
+
+
+def _cuts_can_help(out, a, product):
+    """Whether a cut along ``k`` could give this product the same bits on every count: not
+    when a product of the same ``m`` and ``n`` whose ``k`` is ``SHORT_K``, cut by neither of
+    OpenBLAS's drivers, already changes bits with the count. Then the threads' split of the
+    rows and columns changes them (OpenBLAS's Haswell kernels on an AMD EPYC), and searching
+    the threaded driver's blocks and the cuts along ``k`` only costs: 0.8 s of the first
+    ``fit`` of the MLP 784-1024-1024-10 there, for nothing found. Checked once per dtype and
+    output shape, on random operands, with ``product`` (the BLAS call the search would make)."""
+    key = (a.dtype.char,) + out.shape
+    verdict = _short_k.get(key)
+    if verdict is None:
+        rng = np.random.default_rng(0)
+        a_ = rng.standard_normal((out.shape[0], SHORT_K)).astype(a.dtype)
+        b_ = rng.standard_normal((SHORT_K, out.shape[1])).astype(a.dtype)
+        start = np.zeros(out.shape, out.dtype)
+        verdict = _short_k[key] = thread_invariance.agreed(
+            thread_invariance.counts(), workers.blas_libraries(), start,
+            lambda result: product(result, a_, b_)) is not None
+    return verdict
 
 
 def _whole_is_invariant(out, a, b, product):
