@@ -70,7 +70,7 @@ _enabled = False            # set for good by the thread tuner: see the module d
 _routes = {}
 WHOLE = "whole"
 SHORT_K = 16                # the shortest piece ``k_pieces`` tries: one block in both drivers
-_short_k = {}               # (dtype, m, n) -> whether a product of k = SHORT_K keeps its bits
+SHORT = "short k"           # what ``thread_invariance`` keeps that check under
 
 
 def enable():
@@ -235,31 +235,22 @@ def _along_k(out, a, b, beta, product, module, search):
     if found is False:
         if workers.holds_blas_single_threaded():
             return None             # in bands this time; searched on a later call
-        if not _cuts_can_help(out, a, product):
+        if not _cuts_can_help(out, a, b, product):
             return None
         found = search(workers.blas_libraries())
     return found
 
 
-def _cuts_can_help(out, a, product):
+def _cuts_can_help(out, a, b, product):
     """Whether a cut along ``k`` could give this product the same bits on every count: not
-    when a product of the same ``m`` and ``n`` whose ``k`` is ``SHORT_K``, cut by neither of
-    OpenBLAS's drivers, already changes bits with the count. Then the threads' split of the
-    rows and columns changes them (OpenBLAS's Haswell kernels on an AMD EPYC), and searching
-    the threaded driver's blocks and the cuts along ``k`` only costs: 0.8 s of the first
-    ``fit`` of the MLP 784-1024-1024-10 there, for nothing found. Checked once per dtype and
-    output shape, on random operands, with ``product`` (the BLAS call the search would make)."""
-    key = (a.dtype.char,) + out.shape
-    verdict = _short_k.get(key)
-    if verdict is None:
-        rng = np.random.default_rng(0)
-        a_ = rng.standard_normal((out.shape[0], SHORT_K)).astype(a.dtype)
-        b_ = rng.standard_normal((SHORT_K, out.shape[1])).astype(a.dtype)
-        start = np.zeros(out.shape, out.dtype)
-        verdict = _short_k[key] = thread_invariance.agreed(
-            thread_invariance.counts(), workers.blas_libraries(), start,
-            lambda result: product(result, a_, b_)) is not None
-    return verdict
+    when the product of its first ``SHORT_K`` columns of ``a`` and rows of ``b``, cut by
+    neither of OpenBLAS's drivers, already changes bits with the count. Then the threads'
+    split of the rows and columns changes them (OpenBLAS's Haswell kernels on an AMD EPYC),
+    and searching the threaded driver's blocks and the cuts along ``k`` only costs: 0.8 s of
+    the first ``fit`` of the MLP 784-1024-1024-10 there, for nothing found. Checked once per
+    shape and layout, as ``thread_invariance`` checks a whole product."""
+    return thread_invariance.invariant(out, a[:, :SHORT_K], b[:SHORT_K], product,
+                                       workers.blas_libraries(), kind=SHORT)
 
 
 def _whole_is_invariant(out, a, b, product):

@@ -164,7 +164,6 @@ def test_a_product_that_depends_on_the_count_is_cut_along_k_into_pieces_that_do_
     monkeypatch.setattr(gemm_bands, "_routes", {})
     monkeypatch.setattr(k_pieces, "_cuts", {})
     monkeypatch.setattr(threaded_blocks, "_found", {})
-    monkeypatch.setattr(gemm_bands, "_short_k", {})
     monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
     piece = _piece_dependent_above(limit)
     a, b = _operands(np.random.default_rng(6), (256, 784), (784, 512))
@@ -192,9 +191,8 @@ def test_pieces_after_the_first_add_to_it_and_the_first_keeps_the_callers_beta(m
     monkeypatch.setattr(thread_invariance, "_check", lambda out, a, b, product, libraries:
                         a.shape[1] <= 512)      # as if k = 784 depended on the count
     monkeypatch.setattr(threaded_blocks, "_found", {})
-    monkeypatch.setattr(gemm_bands, "_short_k", {})
     monkeypatch.setattr(threaded_blocks, "CANDIDATE_Q", ())     # and no blocks replayed it
-    monkeypatch.setattr(gemm_bands, "_cuts_can_help", lambda out, a, product: True)
+    monkeypatch.setattr(gemm_bands, "_cuts_can_help", lambda out, a, b, product: True)
     _on(2, monkeypatch, [])
     rng = np.random.default_rng(7)
     x, w = _operands(rng, (256, 784), (784, 512))

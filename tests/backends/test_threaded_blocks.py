@@ -55,8 +55,7 @@ def _fresh(monkeypatch):
     if not libraries:
         pytest.skip("no BLAS library that threadpoolctl controls")
     for module, table in ((thread_invariance, "_verdicts"), (k_pieces, "_cuts"),
-                          (threaded_blocks, "_found"), (gemm_bands, "_routes"),
-                          (gemm_bands, "_short_k")):
+                          (threaded_blocks, "_found"), (gemm_bands, "_routes")):
         monkeypatch.setattr(module, table, {})
     monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
     monkeypatch.setattr(gemm_bands, "_enabled", True)
@@ -179,17 +178,18 @@ def test_no_search_along_k_where_a_short_k_already_changes_bits(monkeypatch):
     a, b = _operands(784, seed=5)
     _, ran = _run_on(2, 384, a, b, monkeypatch)         # the fake: short k keeps its bits
     assert searched == ["blocks", "cut"] and ran[-1:] == ["bands"]
-    assert gemm_bands._short_k == {("f", 256, 512): True}
+    short = gemm_bands.SHORT_K
+    assert thread_invariance.known(a[:, :short], b[:short], gemm_bands.SHORT) is True
 
     def split_dependent(out, a_, b_):
         out[...] = exact_block(a_, b_) + np.float32(1e-6) * \
             chunk_workers.workers.blas_libraries()[0].num_threads
     searched.clear()
-    for module, table in ((gemm_bands, "_routes"), (gemm_bands, "_short_k"),
-                          (thread_invariance, "_verdicts")):
+    for module, table in ((gemm_bands, "_routes"), (thread_invariance, "_verdicts")):
         monkeypatch.setattr(module, table, {})
     monkeypatch.setattr(chunk_workers.ChunkWorkers, "run",
                         lambda self, tasks, job, workers: searched.append("bands"))
     out = np.zeros((256, 512), np.float32)
     gemm_bands.run(out, a, b, split_dependent, lambda o, a_, b_, beta: split_dependent(o, a_, b_))
-    assert searched == ["bands"] and gemm_bands._short_k == {("f", 256, 512): False}
+    assert searched == ["bands"]
+    assert thread_invariance.known(a[:, :short], b[:short], gemm_bands.SHORT) is False
