@@ -66,9 +66,10 @@ MIN_BAND = 256              # rows or columns per band, at least (a multiple of 
 MAX_BANDS = 16
 MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
 _enabled = False            # set for good by the thread tuner: see the module docstring
-# ``_layout`` -> WHOLE, or the threaded driver's blocks along k: what ``run`` found for it
+# ``_layout`` -> (kind, bounds): the route ``run`` decided for it (``_decide``)
 _routes = {}
-WHOLE = "whole"
+WHOLE, BLOCKS, CUT, BANDS = "whole", "threaded blocks", "cut along k", "bands"
+_runner = None              # a backend's way to run the bands of a BLAS product (``use_band_runner``)
 SHORT_K = 16                # the shortest piece ``k_pieces`` tries: one block in both drivers
 SHORT = "short k"           # what ``thread_invariance`` keeps that check under
 
@@ -82,6 +83,19 @@ def enable():
 
 def enabled():
     return _enabled
+
+
+def use_band_runner(runner):
+    """From now on, the bands of a product that BLAS's ``gemm`` computes run as
+    ``runner(out, a, b, axis, bounds, alpha, beta, threads)``: ``out[band] = alpha *
+    a[band] @ b[band] + beta * out[band]`` for each of ``band_plan``'s bounds along ``axis``,
+    each band one ``gemm`` call with BLAS at one thread (so the bits are the chunk workers'),
+    on up to ``threads`` threads. The chunk workers wake a pool thread per product (60-90 us
+    on the 2-core VM, a few per cent of a batch-256 ``predict`` whose every product runs in
+    bands); the numba backend's helpers spin between jobs
+    (``backends/numba_backend/blas_bands.py``). None: the chunk workers again."""
+    global _runner
+    _runner = runner
 
 
 thread_tuner.when_adapting(enable)     # from then on the count changes no bit
@@ -147,7 +161,7 @@ def _blas_piece(out, a, b, beta):
     blas.gemm(out, a, b, 1.0, beta)
 
 
-def run(out, a, b, product, piece=None, beta=0.0):
+def run(out, a, b, product, piece=None, beta=0.0, alpha=1.0):
     """``product(out, a, b)`` (``out`` of ``a @ b``'s shape), the same bits on any number of
     threads once ``enable`` ran: whole on BLAS's own threads where that was checked to change
     no bit (``backends/thread_invariance.py``); else, given ``piece`` and a product large
@@ -158,18 +172,21 @@ def run(out, a, b, product, piece=None, beta=0.0):
     threads fit runs with now.
     ``piece(out, a_part, b_part, beta)``: ``product`` over a piece of ``k`` with the given
     ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
-    ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
+    ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1). Given ``piece``,
+    ``product`` is BLAS's ``gemm`` with ``alpha`` and ``beta``, which a band runner
+    (``use_band_runner``) may call itself."""
     if not _enabled:
         product(out, a, b)          # BLAS's own threads: the count is fixed
         return
-    # what was decided for this layout, without asking again (a step's products keep their
-    # shapes and strides from call to call)
+    # what was decided for this layout, without deciding again: a step's products keep their
+    # shapes and strides from call to call, and deciding cost ~45 us a product
     key = _layout(out, a, b, piece, beta)
     route = _routes.get(key)
-    if route is None or (route is WHOLE and np.may_share_memory(a, b)):
-        route = _decide(key, out, a, b, product, piece, beta)
-    if route is not None:
-        _follow(route, out, a, b, product, piece, beta)
+    if route is None or np.may_share_memory(a, b):
+        route = _decide(out, a, b, product, piece, beta)
+        if _final(out, a, b):
+            _routes[key] = route
+    _follow(route, out, a, b, product, piece, beta, alpha)
 
 
 def _layout(out, a, b, piece, beta):
@@ -179,43 +196,65 @@ def _layout(out, a, b, piece, beta):
             piece is None)
 
 
-def _follow(route, out, a, b, product, piece, beta):
-    """The product along a kept route: whole on BLAS's threads (``WHOLE``, or the threaded
-    driver's blocks while BLAS has more than one thread: its bits), else those blocks."""
-    if route is WHOLE or _blas_threads() > 1:
+def _final(out, a, b):
+    """Whether a route decided now holds for every later call of the same layout: not for
+    operands that share memory (a product of an array with its own transpose is never taken
+    whole, one of other arrays of that layout may be), nor one decided while a worker held
+    BLAS at one thread (the checks that set BLAS's count were put off to a later call)."""
+    return not np.may_share_memory(a, b) and not workers.holds_blas_single_threaded()
+
+
+def _follow(route, out, a, b, product, piece, beta, alpha):
+    """The product along its route: whole on BLAS's threads (``WHOLE``, or ``BLOCKS`` while
+    BLAS has more than one thread: their bits), the threaded driver's blocks or a cut along
+    ``k`` (``k_pieces.run``), or the fixed bands."""
+    kind, bounds = route
+    if kind == WHOLE or (kind == BLOCKS and _blas_threads() > 1):
         product(out, a, b)
+    elif kind == BANDS:
+        _bands(out, a, b, product, bounds, alpha, beta)
     else:
-        k_pieces.run(out, a, b, route, piece, beta)
+        k_pieces.run(out, a, b, bounds, piece, beta)
 
 
-def _decide(key, out, a, b, product, piece, beta):
-    """``run``'s checks in full. Returns the route to follow, ``WHOLE`` or the threaded
-    driver's blocks, kept in ``_routes`` under ``key``; or None after running the product
-    itself (cut along ``k``, or in bands)."""
+def _decide(out, a, b, product, piece, beta):
+    """``run``'s checks in full: the route to follow, ``(WHOLE, None)``, ``(BLOCKS, bounds)``
+    or ``(CUT, bounds)`` along ``k``, or ``(BANDS, whether a band runner may run them)``."""
     if _whole_is_invariant(out, a, b, product):
-        if out.ndim == 2:
-            _routes[key] = WHOLE
-        return WHOLE
+        return WHOLE, None
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
     # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
-    blocks = None if piece is None or one_band else _along_k(
-        out, a, b, beta, product, threaded_blocks,
-        lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece, libraries))
-    if blocks is not None:
-        _routes[key] = blocks
-        return blocks
-    bounds = None if piece is None or one_band else _along_k(
-        out, a, b, beta, product, k_pieces,
-        lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))
-    if bounds is not None:
-        k_pieces.run(out, a, b, bounds, piece, beta)
-        return
-    if one_band and threads.active_threads() == 1:
+    for kind, module, search in (
+            (BLOCKS, threaded_blocks,
+             lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece,
+                                                      libraries)),
+            (CUT, k_pieces, lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))):
+        bounds = None if piece is None or one_band else _along_k(
+            out, a, b, beta, product, module, search)
+        if bounds is not None:
+            return kind, bounds
+    runnable = (piece is not None and out.ndim == 2 and blas.can_run(out, a, b) and
+                not np.may_share_memory(a, b))
+    return BANDS, runnable
+
+
+def _bands(out, a, b, product, runnable, alpha, beta):
+    """The product in the fixed bands, on the threads fit runs with now: each band one
+    single-threaded BLAS call, by the band runner where one was given and BLAS can take the
+    operands (``runnable``), else by the chunk workers."""
+    parts = _pieces(out, a, b)
+    if len(parts) == 1 and threads.active_threads() == 1:
         product(out, a, b)          # one band, BLAS already at one thread: nothing to set
         return
-    pieces = [part + (product,) for part in _pieces(out, a, b)]
-    workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
+    count = workers.count(len(parts), len(parts))
+    if runnable and _runner is not None:
+        axis, bounds = band_plan(out.shape[0], out.shape[1], a.shape[-1])
+        # from inside a chunk workers' task (a convolution's chunk), on that thread alone, as
+        # the chunk workers run a job nested in theirs
+        _runner(out, a, b, axis, bounds, alpha, beta, 1 if workers.busy() else count)
+        return
+    workers.run([part + (product,) for part in parts], _band, count)
 
 
 def _blas_threads():

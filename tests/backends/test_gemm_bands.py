@@ -72,8 +72,10 @@ def _on(count, monkeypatch, calls):
 
 
 @pytest.fixture(autouse=True)
-def _blas_count():
-    """Every test leaves BLAS's thread count as it found it."""
+def _blas_count(monkeypatch):
+    """Every test leaves BLAS's thread count as it found it, and runs its bands on the chunk
+    workers (the numba backend's band runner: ``tests/backends/test_blas_bands.py``)."""
+    monkeypatch.setattr(gemm_bands, "_runner", None)
     libraries = chunk_workers.workers.blas_libraries()
     saved = [lib.num_threads for lib in libraries]
     yield
