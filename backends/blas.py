@@ -86,17 +86,6 @@ def available(dtype=np.float32):
     return np.dtype(dtype) in _functions_found()
 
 
-def entry(dtype=np.float32):
-    """(address, integer bits) of the ``cblas_?gemm`` that ``gemm`` calls for ``dtype``, for
-    code that calls it without Python (``backends/numba_backend/blas_bands.py``); None when
-    ``available(dtype)`` is False. Its arguments are those of ``cblas_sgemm``, with integers
-    of that many bits (64 for numpy's bundled scipy-openblas)."""
-    fn = _functions_found().get(np.dtype(dtype))
-    if fn is None:
-        return None
-    return ctypes.cast(fn, ctypes.c_void_p).value, 8 * ctypes.sizeof(fn.argtypes[3])
-
-
 def layout(x):
     """(transpose flag, leading dimension) of a 2-D array as BLAS reads it row-major, or None
     when neither its rows nor its columns are contiguous (or its strides run backwards)."""

@@ -111,11 +111,6 @@ class ChunkWorkers:
             future.result()
         self._warm = (os.getpid(), count)
 
-    def busy(self):
-        """Whether a job runs on more than one thread now (a call from inside one of its tasks
-        runs serial: ``run``)."""
-        return self._busy.locked()
-
     def single_threaded_blas_begin(self):
         """BLAS at one thread until the matching ``single_threaded_blas_end``; nests, and is
         safe from several threads (the count goes back when the last one ends). ~1 us."""

@@ -46,7 +46,14 @@ dimensions, integers, layouts BLAS cannot read as they are, and a BLAS that no c
 Where every product needs them (OpenBLAS's Haswell kernels on an AMD EPYC Zen 1: see
 ``backends/thread_invariance.py``), the bands cost about what OpenBLAS's own two threads do
 (``256x784 @ 784x1024`` in four bands on two threads 6.2-6.3 ms, whole 6.1-6.6), once the
-workers' BLAS buffers are warm (``backends/chunk_workers.py``: before that, 9-10 ms).
+workers' BLAS buffers are warm (``backends/chunk_workers.py``: before that, 9-10 ms). In a
+``predict`` they cost more: 5-9 % of a batch-256 batch over whole (paired in one process),
+0.25 ms a product of handing the bands to a pool thread and deciding again what to do, and
+the bands' own packing of the other operand, fresh from memory there. So what was decided for
+a layout is kept (``_routes``). Handing the bands to helpers that spin between jobs instead
+(numba ``nogil`` loops calling ``cblas_sgemm``, as the dense chain's do) saved 3 % of that
+``predict`` on a quiet machine and doubled the step under load (docs/performance.md, the
+eighth round): not kept.
 
 The cost against OpenBLAS's own threads is that each band packs the other operand again:
 bands are therefore wide (``MIN_BAND`` rows or columns), their number a power of two (equal
@@ -69,7 +76,6 @@ _enabled = False            # set for good by the thread tuner: see the module d
 # ``_layout`` -> (kind, bounds): the route ``run`` decided for it (``_decide``)
 _routes = {}
 WHOLE, BLOCKS, CUT, BANDS = "whole", "threaded blocks", "cut along k", "bands"
-_runner = None              # a backend's way to run the bands of a BLAS product (``use_band_runner``)
 SHORT_K = 16                # the shortest piece ``k_pieces`` tries: one block in both drivers
 SHORT = "short k"           # what ``thread_invariance`` keeps that check under
 
@@ -83,19 +89,6 @@ def enable():
 
 def enabled():
     return _enabled
-
-
-def use_band_runner(runner):
-    """From now on, the bands of a product that BLAS's ``gemm`` computes run as
-    ``runner(out, a, b, axis, bounds, alpha, beta, threads)``: ``out[band] = alpha *
-    a[band] @ b[band] + beta * out[band]`` for each of ``band_plan``'s bounds along ``axis``,
-    each band one ``gemm`` call with BLAS at one thread (so the bits are the chunk workers'),
-    on up to ``threads`` threads. The chunk workers wake a pool thread per product (60-90 us
-    on the 2-core VM, a few per cent of a batch-256 ``predict`` whose every product runs in
-    bands); the numba backend's helpers spin between jobs
-    (``backends/numba_backend/blas_bands.py``). None: the chunk workers again."""
-    global _runner
-    _runner = runner
 
 
 thread_tuner.when_adapting(enable)     # from then on the count changes no bit
@@ -161,7 +154,7 @@ def _blas_piece(out, a, b, beta):
     blas.gemm(out, a, b, 1.0, beta)
 
 
-def run(out, a, b, product, piece=None, beta=0.0, alpha=1.0):
+def run(out, a, b, product, piece=None, beta=0.0):
     """``product(out, a, b)`` (``out`` of ``a @ b``'s shape), the same bits on any number of
     threads once ``enable`` ran: whole on BLAS's own threads where that was checked to change
     no bit (``backends/thread_invariance.py``); else, given ``piece`` and a product large
@@ -172,9 +165,7 @@ def run(out, a, b, product, piece=None, beta=0.0, alpha=1.0):
     threads fit runs with now.
     ``piece(out, a_part, b_part, beta)``: ``product`` over a piece of ``k`` with the given
     ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
-    ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1). Given ``piece``,
-    ``product`` is BLAS's ``gemm`` with ``alpha`` and ``beta``, which a band runner
-    (``use_band_runner``) may call itself."""
+    ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
     if not _enabled:
         product(out, a, b)          # BLAS's own threads: the count is fixed
         return
@@ -186,7 +177,7 @@ def run(out, a, b, product, piece=None, beta=0.0, alpha=1.0):
         route = _decide(out, a, b, product, piece, beta)
         if _final(out, a, b):
             _routes[key] = route
-    _follow(route, out, a, b, product, piece, beta, alpha)
+    _follow(route, out, a, b, product, piece, beta)
 
 
 def _layout(out, a, b, piece, beta):
@@ -204,7 +195,7 @@ def _final(out, a, b):
     return not np.may_share_memory(a, b) and not workers.holds_blas_single_threaded()
 
 
-def _follow(route, out, a, b, product, piece, beta, alpha):
+def _follow(route, out, a, b, product, piece, beta):
     """The product along its route: whole on BLAS's threads (``WHOLE``, or ``BLOCKS`` while
     BLAS has more than one thread: their bits), the threaded driver's blocks or a cut along
     ``k`` (``k_pieces.run``), or the fixed bands."""
@@ -212,49 +203,42 @@ def _follow(route, out, a, b, product, piece, beta, alpha):
     if kind == WHOLE or (kind == BLOCKS and _blas_threads() > 1):
         product(out, a, b)
     elif kind == BANDS:
-        _bands(out, a, b, product, bounds, alpha, beta)
+        _bands(out, a, b, product)
     else:
         k_pieces.run(out, a, b, bounds, piece, beta)
 
 
 def _decide(out, a, b, product, piece, beta):
     """``run``'s checks in full: the route to follow, ``(WHOLE, None)``, ``(BLOCKS, bounds)``
-    or ``(CUT, bounds)`` along ``k``, or ``(BANDS, whether a band runner may run them)``."""
+    or ``(CUT, bounds)`` along ``k``, or ``(BANDS, None)``."""
     if _whole_is_invariant(out, a, b, product):
         return WHOLE, None
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
     # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
-    for kind, module, search in (
-            (BLOCKS, threaded_blocks,
-             lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece,
-                                                      libraries)),
-            (CUT, k_pieces, lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))):
-        bounds = None if piece is None or one_band else _along_k(
-            out, a, b, beta, product, module, search)
-        if bounds is not None:
-            return kind, bounds
-    runnable = (piece is not None and out.ndim == 2 and blas.can_run(out, a, b) and
-                not np.may_share_memory(a, b))
-    return BANDS, runnable
+    if piece is None or one_band:
+        return BANDS, None
+    blocks = _along_k(
+        out, a, b, beta, product, threaded_blocks,
+        lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece, libraries))
+    if blocks is not None:
+        return BLOCKS, blocks
+    bounds = _along_k(
+        out, a, b, beta, product, k_pieces,
+        lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))
+    if bounds is not None:
+        return CUT, bounds
+    return BANDS, None
 
 
-def _bands(out, a, b, product, runnable, alpha, beta):
+def _bands(out, a, b, product):
     """The product in the fixed bands, on the threads fit runs with now: each band one
-    single-threaded BLAS call, by the band runner where one was given and BLAS can take the
-    operands (``runnable``), else by the chunk workers."""
-    parts = _pieces(out, a, b)
-    if len(parts) == 1 and threads.active_threads() == 1:
+    single-threaded BLAS call."""
+    pieces = [part + (product,) for part in _pieces(out, a, b)]
+    if len(pieces) == 1 and threads.active_threads() == 1:
         product(out, a, b)          # one band, BLAS already at one thread: nothing to set
         return
-    count = workers.count(len(parts), len(parts))
-    if runnable and _runner is not None:
-        axis, bounds = band_plan(out.shape[0], out.shape[1], a.shape[-1])
-        # from inside a chunk workers' task (a convolution's chunk), on that thread alone, as
-        # the chunk workers run a job nested in theirs
-        _runner(out, a, b, axis, bounds, alpha, beta, 1 if workers.busy() else count)
-        return
-    workers.run([part + (product,) for part in parts], _band, count)
+    workers.run(pieces, _band, workers.count(len(pieces), len(pieces)))
 
 
 def _blas_threads():

@@ -29,12 +29,6 @@ from hiapi.backends.numba_backend import row_max  # noqa: E402,F401
 from hiapi.backends.numba_backend import classification_totals, dense_chain  # noqa: E402,F401
 from hiapi.backends.numba_backend import winograd  # noqa: E402,F401  (after conv: in front of it)
 
-# the bands of BLAS products (while the thread tuner adapts) on spinning helpers
-from hiapi.backends import gemm_bands  # noqa: E402
-from hiapi.backends.numba_backend import blas_bands  # noqa: E402
-
-gemm_bands.use_band_runner(blas_bands.run)
-
 from hiapi.backends.numba_backend import sixteen_bits  # noqa: E402
 from hiapi.backends.numpy_backend import backend as numpy_backend  # noqa: E402
 

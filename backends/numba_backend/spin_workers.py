@@ -51,18 +51,6 @@ def fence(typingctx):
     return types.void(), codegen
 
 
-@intrinsic
-def fetch_add(typingctx, array, slot):
-    """``array[slot] += 1`` (an int64 array) as one atomic step, returning the value before:
-    threads that share ``array`` each get a different one (the next task of a shared list)."""
-    def codegen(context, builder, signature, args):
-        items, index = args
-        element = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=items)
-        pointer = builder.gep(element.data, [index])
-        return builder.atomic_rmw("add", pointer, ir.Constant(ir.IntType(64), 1), "seq_cst")
-    return types.int64(array, types.int64), codegen
-
-
 def pointer_at(item):
     """An intrinsic that reads an address (an int64) as a pointer to ``item`` (a numba type),
     for ``numba.carray``: how a job finds the arrays its descriptor names."""

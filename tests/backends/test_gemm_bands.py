@@ -72,10 +72,8 @@ def _on(count, monkeypatch, calls):
 
 
 @pytest.fixture(autouse=True)
-def _blas_count(monkeypatch):
-    """Every test leaves BLAS's thread count as it found it, and runs its bands on the chunk
-    workers (the numba backend's band runner: ``tests/backends/test_blas_bands.py``)."""
-    monkeypatch.setattr(gemm_bands, "_runner", None)
+def _blas_count():
+    """Every test leaves BLAS's thread count as it found it."""
     libraries = chunk_workers.workers.blas_libraries()
     saved = [lib.num_threads for lib in libraries]
     yield
@@ -304,3 +302,37 @@ def test_the_gemm_ops_kernel_runs_in_the_same_bands(monkeypatch):
         assert calls == ([] if on_blas else [count])
     np.testing.assert_allclose(results[0], 0.9 * c - 0.1 * (x @ g), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_a_route_is_decided_once_per_layout_and_kept_only_when_final(monkeypatch):
+    """Bands, like whole products, go straight to their route on later calls (deciding cost
+    ~45 us a product); not a decision taken while a worker held BLAS at one thread (its checks
+    were put off), nor one for operands that share memory."""
+    monkeypatch.setattr(gemm_bands, "_enabled", True)
+    monkeypatch.setattr(gemm_bands, "_routes", {})
+    monkeypatch.setattr(gemm_bands, "_whole_is_invariant", lambda *args: False)
+    monkeypatch.setattr(gemm_bands, "_along_k", lambda *args: None)
+    decided = []
+    real = gemm_bands._decide
+    monkeypatch.setattr(gemm_bands, "_decide", lambda *args: decided.append(1) or real(*args))
+    a, b = _operands(np.random.default_rng(6), (256, 512), (512, 1024))
+    out = np.empty((256, 1024), np.float32)
+    for _ in range(3):
+        gemm_bands.matmul(out, a, b)
+    assert len(decided) == 1
+    assert list(gemm_bands._routes.values()) == [(gemm_bands.BANDS, None)]
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
+    gemm_bands.matmul(out, np.asfortranarray(a), b)          # another layout: decided again
+    assert len(decided) == 2
+    square = np.random.default_rng(7).standard_normal((512, 512)).astype(np.float32)
+    for _ in range(2):                                      # shares memory: every call
+        gemm_bands.matmul(np.empty((512, 512), np.float32), square, square.T)
+    assert len(decided) == 4
+    monkeypatch.setattr(gemm_bands, "_routes", {})
+    workers = chunk_workers.workers
+    workers.single_threaded_blas_begin()
+    try:
+        gemm_bands.matmul(out, a, b)
+    finally:
+        workers.single_threaded_blas_end()
+    assert gemm_bands._routes == {}

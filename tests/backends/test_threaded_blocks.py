@@ -50,15 +50,13 @@ def _fake_blas(q):
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch):
-    """Nothing found before; BLAS's count as it was after; a budget of two threads; bands on
-    the chunk workers, which run the fake products (a band runner calls BLAS itself)."""
+    """Nothing found before; BLAS's count as it was after; a budget of two threads."""
     libraries = chunk_workers.workers.blas_libraries()
     if not libraries:
         pytest.skip("no BLAS library that threadpoolctl controls")
     for module, table in ((thread_invariance, "_verdicts"), (k_pieces, "_cuts"),
                           (threaded_blocks, "_found"), (gemm_bands, "_routes")):
         monkeypatch.setattr(module, table, {})
-    monkeypatch.setattr(gemm_bands, "_runner", None)
     monkeypatch.setattr(threads, "budget", lambda: threads.Budget(2, 2, 1, "test"))
     monkeypatch.setattr(gemm_bands, "_enabled", True)
     saved = [lib.num_threads for lib in libraries]
