@@ -25,9 +25,11 @@ Variants, each (pattern, variant) in its own fresh process, interleaved round by
 indexing per epoch, ``loss.item()`` and the accuracy per step as ``fit`` logs them, ``no_grad``
 for evaluation). One JSON line per pattern: median milliseconds per step (per batch for
 evaluate and predict) of each variant over the rounds, the ratios ``tuned/fixed`` and
-``tuned/torch``, the share of the tuned run its thread tuner's probes cost
-(``tuned_probing_percent``, median), and the load average after the last round. Run it under
-``flock /tmp/hiapi-bench.lock`` on a shared machine.
+``tuned/torch`` of those medians and the median of the rounds' own ratios (``_paired``: the
+variants of a round run back to back, so a host that drifts between rounds moves both), the
+share of the tuned run its thread tuner's probes cost (``tuned_probing_percent``, median), and
+the load average after the last round. Run it under ``flock /tmp/hiapi-bench.lock`` on a
+shared machine.
 """
 import argparse
 import json
@@ -212,6 +214,10 @@ def main():
         for other in ("fixed", "torch"):
             if "tuned" in medians and other in medians:
                 line[f"tuned_over_{other}"] = round(medians["tuned"] / medians[other], 3)
+                # the variants of a round run one after the other: their ratio, round by
+                # round, is freer of a shared host's drift than the ratio of the medians
+                ratios = np.array(times[pattern, "tuned"]) / np.array(times[pattern, other])
+                line[f"tuned_over_{other}_paired"] = round(float(np.median(ratios)), 3)
         print(json.dumps(line), flush=True)
 
 
