@@ -174,8 +174,9 @@ def run(out, a, b, product, piece=None, beta=0.0):
     key = _layout(out, a, b, piece, beta)
     route = _routes.get(key)
     if route is None or np.may_share_memory(a, b):
+        final = _final(a, b)
         route = _decide(out, a, b, product, piece, beta)
-        if _final(out, a, b):
+        if final and _final(a, b):              # no worker held BLAS before or after
             _routes[key] = route
     _follow(route, out, a, b, product, piece, beta)
 
@@ -187,7 +188,7 @@ def _layout(out, a, b, piece, beta):
             piece is None)
 
 
-def _final(out, a, b):
+def _final(a, b):
     """Whether a route decided now holds for every later call of the same layout: not for
     operands that share memory (a product of an array with its own transpose is never taken
     whole, one of other arrays of that layout may be), nor one decided while a worker held
