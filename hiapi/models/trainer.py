@@ -253,8 +253,9 @@ class Trainer(StepMethods, CompileSaving):
         if plan.serves:                         # a parameter server: serve the workers
             return plan.serve(self)
         verbose = (1 if verbose == "auto" else int(verbose)) if plan.is_chief else 0
-        if verbose == 2:                        # what sets CPU speed, once (runtime.threads)
-            print(threads.banner(get_backend().name), flush=True)
+        banner = threads.new_banner(get_backend().name) if verbose == 2 else None
+        if banner:                              # what sets CPU speed, once (runtime.threads)
+            print(banner, flush=True)
         self.history = History()
         thread_tuner.refresh()      # the steps pick threads for the load, unless fixed since
         hooks = self._fit_callbacks(callbacks, verbose, epochs, train_data.steps)

@@ -328,3 +328,19 @@ def banner(backend_name):
     chosen = apply()
     adapting = f"; steps adapt 1-{chosen.threads} to the load" if adaptive() else ""
     return f"hiapi: {backend_name} backend, {chosen.describe()}{adapting}"
+
+
+_banner_shown = None        # the last banner ``new_banner`` returned in this process
+
+
+def new_banner(backend_name):
+    """``banner``, or None when it is the one this process showed last: a loop of
+    ``fit(verbose=2)`` calls (a schedule, a notebook) prints it at the first and again only
+    when the backend or the budget changed. Keras prints no such line; one is worth it, since
+    the thread budget sets the speed, but not one per call."""
+    global _banner_shown
+    line = banner(backend_name)
+    if line == _banner_shown:
+        return None
+    _banner_shown = line
+    return line

@@ -89,14 +89,16 @@ def test_validation_data_and_smaller_last_batch(mnist_small):
     assert sorted(s[0][0] for s in train_step._executables) == [2, 64]   # 64, 64, 2
 
 
-def test_verbosity(mnist_small, capsys):
+def test_verbosity(mnist_small, capsys, monkeypatch):
+    from hiapi.runtime import threads
+    monkeypatch.setattr(threads, "_banner_shown", None)     # as in a fresh process
     (x, y), _ = mnist_small
     model = mlp()
     model.fit(x[:200], y[:200], epochs=2, verbose=0)
     assert capsys.readouterr().out == ""
     model.fit(x[:200], y[:200], epochs=2, verbose=2)
     banner, *lines = [l for l in capsys.readouterr().out.splitlines() if l.strip()]
-    assert "thread budget" in banner                    # once per fit, then a line per epoch
+    assert "thread budget" in banner            # once per process, then a line per epoch
     assert len(lines) == 2 and lines[0].startswith("Epoch 1/2") and "loss:" in lines[0]
     model.fit(x[:200], y[:200], epochs=1, verbose=1)
     out = capsys.readouterr().out

@@ -176,14 +176,24 @@ def test_python_m_hiapi_reports_the_budget():
         assert name in out, name
 
 
-def test_fit_verbose_2_prints_the_budget_once(capsys):
+def test_fit_verbose_2_prints_the_budget_once_per_process_until_it_changes(capsys,
+                                                                          monkeypatch):
     import numpy as np
+    monkeypatch.setattr(threads, "_banner_shown", None)     # as in a fresh process
     model = hiapi.Sequential([hiapi.Input((4,)), hiapi.layers.Dense(2, activation="softmax")])
     model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
     model.fit(np.ones((8, 4)), np.zeros(8), epochs=2, verbose=2)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == threads.banner(hiapi.config.backend()) and "thread budget" in lines[0]
     assert sum("thread budget" in line for line in lines) == 1
+    model.fit(np.ones((8, 4)), np.zeros(8), epochs=1, verbose=2)     # a loop of fits: not again
+    assert "thread budget" not in capsys.readouterr().out
+    hiapi.config.set_num_threads(1)
+    try:                                                          # the budget changed: again
+        model.fit(np.ones((8, 4)), np.zeros(8), epochs=1, verbose=2)
+        assert "thread budget 1 per pool" in capsys.readouterr().out.splitlines()[0]
+    finally:
+        hiapi.config.set_num_threads(None)
 
 
 SPIN = """
