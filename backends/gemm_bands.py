@@ -173,7 +173,9 @@ def run(out, a, b, product, piece=None, beta=0.0):
     # shapes and strides from call to call, and deciding cost ~45 us a product
     key = _layout(out, a, b, piece, beta)
     route = _routes.get(key)
-    if route is None or np.may_share_memory(a, b):
+    # only the whole route depends on sharing (numpy may take another BLAS routine for an
+    # array times its own transpose); the others are followed as kept
+    if route is None or (route[0] == WHOLE and np.may_share_memory(a, b)):
         final = _final(a, b)
         route = _decide(out, a, b, product, piece, beta)
         if final and _final(a, b):              # no worker held BLAS before or after

@@ -167,7 +167,6 @@ def test_a_layouts_route_is_decided_once_and_follows_blas_count_after(monkeypatc
     np.testing.assert_array_equal(two, one)
 
 
-
 def test_no_search_along_k_where_a_short_k_already_changes_bits(monkeypatch):
     """A BLAS whose bits follow the count even for a ``k`` that neither driver cuts (its
     threads' split of rows and columns changes them): no blocks or cuts are searched, the
