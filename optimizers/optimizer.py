@@ -5,7 +5,10 @@ the gradient and the current weight value). The base owns what every optimizer s
 Keras 3's does:
 
 - the learning rate, a graph input fed every step (``step_inputs``/``step_values``), so a
-  schedule or a changed rate never recompiles; a schedule is evaluated at ``iterations``;
+  schedule or a changed rate never recompiles; a schedule is evaluated at ``iterations``. A
+  constant rate is held, as in Keras 3, in a scalar float32 ``Variable``: ``learning_rate``
+  returns it, so a script's ``optimizer.learning_rate.assign(1e-4)``, ``.numpy()`` and
+  ``float(...)`` work; with a schedule it returns the rate of the coming update;
 - the iteration counter, a Variable incremented in the graph;
 - ``clipnorm`` / ``clipvalue`` / ``global_clipnorm`` (at most one);
 - decoupled weight decay ``w <- w - lr * weight_decay * w`` before the update (Loshchilov &
@@ -36,6 +39,8 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}")
         self.name = name or type(self).__name__
+        self._learning_rate_variable = Variable(np.float32(0.0), name=f"{self.name}/learning_rate",
+                                                trainable=False, autocast=False)
         self.learning_rate = learning_rate
         if sum(c is not None for c in (clipnorm, clipvalue, global_clipnorm)) > 1:
             raise ValueError(f"{self.name}: set at most one of clipnorm, clipvalue and "
@@ -61,15 +66,32 @@ class Optimizer:
 
     # ---- learning rate -----------------------------------------------------------------------
     @property
-    def learning_rate(self) -> LearningRate:
-        return self._learning_rate
+    def learning_rate(self):
+        """Keras 3's ``optimizer.learning_rate``: the Variable holding a constant rate (assign
+        to it, or set the attribute: either changes the next step's rate, no recompilation),
+        or, under a schedule, the rate the next update will use (a float32 number)."""
+        if self._learning_rate is self._learning_rate_variable:
+            return self._learning_rate_variable
+        return np.float32(self.current_learning_rate())
 
     @learning_rate.setter
     def learning_rate(self, value):
-        if not callable(value) and (not np.isscalar(value) or not value > 0):
+        if callable(value) and not isinstance(value, Variable):
+            self._learning_rate = value         # a schedule: evaluated at each update
+            return
+        rate = value.numpy() if isinstance(value, Variable) else value
+        if np.ndim(rate) != 0 or not np.isreal(rate) or not rate > 0:
             raise ValueError(f"{self.name}: learning_rate must be a positive number or a "
                              f"schedule, got {value!r}")
-        self._learning_rate = value
+        self._learning_rate_variable.assign(np.float32(rate))
+        self._learning_rate = self._learning_rate_variable
+
+    @property
+    def learning_rate_schedule(self):
+        """The schedule the rate follows (``LearningRateSchedule`` or a callable of the update
+        index), or None for a constant rate (``learning_rate``'s Variable)."""
+        lr = self._learning_rate
+        return None if lr is self._learning_rate_variable else lr
 
     def update_index(self):
         """How many updates have been applied (= iterations unless gradients accumulate)."""
@@ -77,9 +99,9 @@ class Optimizer:
 
     def current_learning_rate(self, update_index=None):
         """The rate fed to the graph this step (a schedule is evaluated at ``update_index``)."""
-        lr = self._learning_rate
-        if not callable(lr):
-            return float(lr)
+        lr = self.learning_rate_schedule
+        if lr is None:
+            return float(self._learning_rate_variable.storage)
         return float(lr(self.update_index() if update_index is None else update_index))
 
     def step_inputs(self):
@@ -230,10 +252,17 @@ class Optimizer:
         return apply_now, updates, means
 
     def get_config(self) -> dict[str, Any]:
-        lr = self._learning_rate
-        lr = lr.get_config() | {"class_name": type(lr).__name__} if hasattr(lr, "get_config") \
+        lr = self.learning_rate_schedule
+        lr = _shortest_float(self._learning_rate_variable.numpy()) if lr is None else \
+            lr.get_config() | {"class_name": type(lr).__name__} if hasattr(lr, "get_config") \
             else lr
         return {"name": self.name, "learning_rate": lr, "weight_decay": self.weight_decay,
                 "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
                 "global_clipnorm": self.global_clipnorm,
                 "gradient_accumulation_steps": self.gradient_accumulation_steps}
+
+
+def _shortest_float(value):
+    """A float32 rate as the shortest decimal that reads back as it (0.001, not Keras's
+    0.0010000000474974513): the config then holds the number the script wrote."""
+    return float(str(np.float32(value)))

@@ -11,9 +11,9 @@ from hiapi.callbacks.monitor import Monitor
 
 
 def _require_plain_rate(owner, optimizer):
-    if callable(optimizer.learning_rate):
+    if optimizer.learning_rate_schedule is not None:
         raise TypeError(f"{owner}: the optimizer's learning rate is a schedule "
-                        f"({optimizer.learning_rate!r}); {owner} needs a plain number")
+                        f"({optimizer.learning_rate_schedule!r}); {owner} needs a plain number")
 
 
 class LearningRateScheduler(Callback):
@@ -76,5 +76,5 @@ class ReduceLROnPlateau(Callback):
                     optimizer.learning_rate = max(old * self.factor, self.min_lr)
                     if self.verbose:
                         print(f"Epoch {epoch + 1}: ReduceLROnPlateau reducing learning rate "
-                              f"to {optimizer.learning_rate}.")
+                              f"to {float(optimizer.learning_rate)}.")
                     self.cooldown_counter, self.wait = self.cooldown, 0

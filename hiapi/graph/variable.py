@@ -183,11 +183,39 @@ _NUMPY_OPERATORS = {np.add: "add", np.subtract: "sub", np.multiply: "mul",
 def _through_read(name):
     """Arithmetic on a Variable is arithmetic on its graph value (``variable.read``, or the
     value assigned earlier in the step being traced), so a layer's ``call`` may write
-    ``inputs * self.scale`` as in Keras."""
-    return lambda self, *args: getattr(tracing.current_value(self), name)(*args)
+    ``inputs * self.scale`` as in Keras. Outside a trace, with no symbolic operand, it is
+    arithmetic on its value now, as a Keras variable's is eagerly: a script's
+    ``optimizer.learning_rate.assign(optimizer.learning_rate * 0.2)`` computes a number."""
+    def operator(self, *args):
+        if tracing.in_trace() or any(isinstance(arg, Var) for arg in args):
+            return getattr(tracing.current_value(self), name)(*args)
+        values = [arg.numpy() if isinstance(arg, Variable) else arg for arg in args]
+        return getattr(self.numpy(), name)(*values)
+    return operator
+
+
+def _value_now(convert):
+    """``float(variable)``, ``int(variable)``: a scalar variable's value now, as Keras's."""
+    def scalar(self):
+        array = self.numpy()
+        if array.size != 1:
+            raise TypeError(f"Variable {self.name!r}: only a variable of one element converts "
+                            f"to a Python {convert.__name__}, this one has shape {self.shape}")
+        return convert(array.reshape(()))
+    return scalar
+
+
+def _compare_now(name):
+    """``variable < x`` and the other orderings: on its value now (a trace compares through
+    ``keras.ops``); ``==`` stays identity, as variables are kept in sets and dicts."""
+    return lambda self, other: getattr(self.numpy(), name)(_operand(other))
 
 
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
               "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__",
               "__rmatmul__", "__neg__", "__getitem__"):
     setattr(Variable, _name, _through_read(_name))
+Variable.__float__ = _value_now(float)
+Variable.__int__ = _value_now(int)
+for _name in ("__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Variable, _name, _compare_now(_name))

@@ -222,12 +222,29 @@ def test_an_array_times_a_weight_in_call_is_trained():
     assert (model.layers[0].k.numpy() < 1.0).all()
 
 
-def test_numpy_functions_of_a_variable_read_its_value_and_operators_stay_graph_values():
+def test_numpy_functions_and_operators_of_a_variable_outside_a_step_read_its_value():
+    """Eager, as a Keras variable: ``np.sum(layer.kernel)``, ``variable * 0.2`` are numbers
+    now; an operator with a symbolic operand (a functional model's input) stays a graph
+    value, as every operator in a layer's ``call`` does (the test above)."""
     from hiapi.graph.var import Var
     v = hiapi.Variable(np.array([[1.0, -2.0], [3.0, -4.0]], np.float32))
     assert np.sum(v) == -2.0 and np.mean(v) == -0.5
     np.testing.assert_array_equal(np.abs(v), [[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_array_equal(np.maximum(v, 0.0), [[1.0, 0.0], [3.0, 0.0]])
-    for value in (np.ones((2, 2), np.float32) * v, v * np.ones((2, 2), np.float32),
-                  np.ones((2, 2), np.float32) - v, np.eye(2, dtype=np.float32) @ v):
-        assert isinstance(value, Var)
+    ones = np.ones((2, 2), np.float32)
+    for value, expected in ((ones * v, [[1, -2], [3, -4]]), (v * ones, [[1, -2], [3, -4]]),
+                            (ones - v, [[0, 3], [-2, 5]]), (np.eye(2, dtype=np.float32) @ v,
+                                                            [[1, -2], [3, -4]]),
+                            (v * v, [[1, 4], [9, 16]]), (-v, [[-1, 2], [-3, 4]])):
+        assert isinstance(value, np.ndarray) and value.dtype == np.float32
+        np.testing.assert_array_equal(value, expected)
+    assert isinstance(v * hiapi.Input((2,)), Var) and isinstance(hiapi.Input((2,)) + v, Var)
+
+
+def test_a_scalar_variable_converts_and_compares_by_its_value():
+    scalar = hiapi.Variable(np.float32(0.25))
+    assert float(scalar) == 0.25 and int(hiapi.Variable(np.int64(3))) == 3
+    assert scalar < 0.5 and scalar >= 0.25 and not scalar > 0.25
+    assert scalar in [scalar] and len({scalar, scalar}) == 1     # identity, as before
+    with pytest.raises(TypeError, match=r"'kernel'.*one element.*\(2,\)"):
+        float(hiapi.Variable(np.zeros(2), name="kernel"))

@@ -483,7 +483,7 @@ def test_early_stopping_and_learning_rate_callbacks_from_the_guide():
     model = regression_model()
     scheduler = CustomLearningRateScheduler(lambda epoch, lr: 0.05 if epoch >= 1 else lr)
     recorder = keras.callbacks.LambdaCallback(
-        on_epoch_end=lambda epoch, logs: seen.append(model.optimizer.learning_rate))
+        on_epoch_end=lambda epoch, logs: seen.append(float(model.optimizer.learning_rate)))
     model.fit(x, y, batch_size=32, epochs=3, verbose=0, callbacks=[scheduler, recorder])
     assert seen == pytest.approx([0.1, 0.05, 0.05])
 

@@ -384,8 +384,8 @@ def test_optimizers_and_schedules_serialize_as_keras_objects():
     assert entry["config"]["learning_rate"]["module"] == "keras.optimizers.schedules"
     again = hiapi.saving.deserialize_keras_object(json.loads(json.dumps(entry)))
     assert isinstance(again, hiapi.optimizers.Adam) and again.beta_1 == 0.8
-    assert isinstance(again.learning_rate, hiapi.optimizers.schedules.ExponentialDecay)
-    assert again.learning_rate(10) == pytest.approx(0.09)
+    assert isinstance(again.learning_rate_schedule, hiapi.optimizers.schedules.ExponentialDecay)
+    assert again.learning_rate_schedule(10) == pytest.approx(0.09)
     alone = hiapi.saving.deserialize_keras_object(hiapi.saving.serialize_keras_object(schedule))
     assert alone(20) == pytest.approx(0.081)
 

@@ -56,8 +56,8 @@ def optimizer_values(optimizer, model):
         optimizer = optimizers_module.deserialize(optimizers_module.serialize(optimizer))
         optimizer.build(model.trainable_weights)
     values = [optimizer.iterations.numpy()]
-    if not callable(optimizer.learning_rate):
-        values.append(np.float32(optimizer.learning_rate))
+    if optimizer.learning_rate_schedule is None:
+        values.append(optimizer.learning_rate.numpy())
     return values + [v.numpy() for v in _slots_in_keras_order(optimizer, model)]
 
 
@@ -100,7 +100,9 @@ def assign_optimizer(model, values, filepath):
     """Keras's optimizer variables into the compiled model's optimizer (built first when the
     file holds slots)."""
     optimizer = model.optimizer
-    header = 1 if callable(optimizer.learning_rate) else 2
+    header = 1 if optimizer.learning_rate_schedule is not None else 2
+    if header == 2 and len(values) >= 2:
+        optimizer.learning_rate = values[1]     # the rate when saved, as Keras restores it
     if len(values) <= header:
         if values:
             optimizer.iterations.assign(np.asarray(values[0], np.int64))
