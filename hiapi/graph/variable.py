@@ -71,6 +71,12 @@ class Variable:
         state_writes.note()
 
     @property
+    def path(self):
+        """Keras 3's ``variable.path``, the layer-qualified name (``"dense/kernel"``), which is
+        hiapi's ``name`` too (Keras's ``name`` is its last part, ``"kernel"``)."""
+        return self.name
+
+    @property
     def shape(self):
         return tuple(self.storage.shape)
 

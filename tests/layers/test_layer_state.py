@@ -248,3 +248,10 @@ def test_a_scalar_variable_converts_and_compares_by_its_value():
     assert scalar in [scalar] and len({scalar, scalar}) == 1     # identity, as before
     with pytest.raises(TypeError, match=r"'kernel'.*one element.*\(2,\)"):
         float(hiapi.Variable(np.zeros(2), name="kernel"))
+
+
+def test_a_weight_has_keras_path_as_its_name():
+    layer = layers.Dense(2, name="head")
+    layer.build((None, 3))
+    assert [w.path for w in layer.weights] == ["head/kernel", "head/bias"]
+    assert [w.name for w in layer.weights] == [w.path for w in layer.weights]
