@@ -209,8 +209,21 @@ def _randomize(model, rng):
                        for w in model.get_weights()])
 
 
+def cell_zoo():
+    """``RNN`` over a cell and over a list of cells (Keras stacks them): the cells' weights
+    sit under ``rnn/cell/vars`` and ``rnn_1/cell/cells/<cell>/vars``, as Keras keeps them."""
+    rng = _rng()
+    inputs = hiapi.Input((5, 3))
+    x = layers.RNN([layers.GRUCell(4), layers.SimpleRNNCell(3), layers.GRUCell(2)],
+                   return_sequences=True)(inputs)
+    x = layers.RNN(layers.LSTMCell(3, unit_forget_bias=False), go_backwards=True)(x)
+    model = hiapi.Model(inputs, layers.Dense(2)(x), name="cell_zoo")
+    _randomize(model, rng)
+    return model, rng.normal(size=(3, 5, 3)).astype("float32"), None
+
+
 ZOO = {build.__name__: build for build in (image_zoo, sequence_zoo, nested_compiled,
-                                            custom_layer, activation_zoo)}
+                                            custom_layer, activation_zoo, cell_zoo)}
 
 
 def as_list(value):

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from hiapi.saving.keras_archive.layer_config import SUBLAYER_WEIGHTS, WRAPPED
+from hiapi.saving.keras_archive.layer_config import SUBLAYER_WEIGHTS, WRAPPED, WRAPPED_LISTS
 
 RECURRENT = {"LSTM": "lstm_cell", "GRU": "gru_cell", "SimpleRNN": "simple_rnn_cell"}
 
@@ -71,9 +71,12 @@ def write_store(file, path, name, store):
 def write_layer(file, layer, layer_path):
     class_name = type(layer).__name__
     wrapped = WRAPPED.get(class_name, {})
-    if class_name in RECURRENT or wrapped:
+    if class_name in RECURRENT or wrapped or class_name in WRAPPED_LISTS:
         write_vars(file, f"{layer_path}/vars", layer.name, [])
-    if class_name in RECURRENT:
+    if class_name in WRAPPED_LISTS:
+        for sublayer, path in _listed_sublayers(layer, layer_path):
+            write_layer(file, sublayer, path)
+    elif class_name in RECURRENT:
         write_vars(file, variables_path(layer_path, class_name), RECURRENT[class_name],
                    [v.numpy() for v in layer.weights])
     elif wrapped:
@@ -111,7 +114,10 @@ def read_layer(file, layer, filepath, layer_path):
     wrapped = WRAPPED.get(type(layer).__name__, {})
     for attribute in wrapped.values():
         read_layer(file, getattr(layer, attribute), filepath, f"{layer_path}/{attribute}")
-    if type(layer).__name__ in SUBLAYER_WEIGHTS:
+    if type(layer).__name__ in WRAPPED_LISTS:
+        for sublayer, path in _listed_sublayers(layer, layer_path):
+            read_layer(file, sublayer, filepath, path)
+    elif type(layer).__name__ in SUBLAYER_WEIGHTS:
         assign(layer, [value for (group, _), _ in _sublayer_chunks(layer)
                        for value in read_vars(file, f"{layer_path}/{group}/vars")],
                filepath, layer_path)
@@ -123,6 +129,18 @@ def read_layer(file, layer, filepath, layer_path):
             layer.load_own_variables(read_store(file, f"{layer_path}/vars"))
         except ValueError as error:
             raise ValueError(f"{filepath}: {error} (under {layer_path!r})") from None
+
+
+def _listed_sublayers(layer, layer_path):
+    """(sublayer, its path) for a layer holding a list of them (``WRAPPED_LISTS``): named in
+    the list's container as Keras names a container's objects (``group_names``)."""
+    found = []
+    for attribute in WRAPPED_LISTS[type(layer).__name__].values():
+        sublayers = getattr(layer, attribute)
+        names = group_names([type(sublayer).__name__ for sublayer in sublayers])
+        found += [(sublayer, f"{layer_path}/{attribute}/{name}")
+                  for sublayer, name in zip(sublayers, names)]
+    return found
 
 
 def _sublayer_chunks(layer):

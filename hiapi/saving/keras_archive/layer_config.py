@@ -23,7 +23,11 @@ _NO_ARGUMENTS = {"Zeros", "Ones", "Identity"}
 # Wrappers: config key -> the attribute holding that sublayer (its config is a Keras object,
 # its weights sit under the attribute's name, e.g. bidirectional/forward_layer/cell/vars).
 WRAPPED = {"Bidirectional": {"layer": "forward_layer", "backward_layer": "backward_layer"},
-           "TimeDistributed": {"layer": "layer"}}
+           "TimeDistributed": {"layer": "layer"}, "RNN": {"cell": "cell"}}
+# Layers holding a list of sublayers: config key -> the attribute holding the list (a list of
+# Keras objects in the config; each one's weights under the attribute's name and the one Keras
+# gives it in a container, e.g. rnn/cell/cells/gru_cell/vars, then .../lstm_cell_1/vars).
+WRAPPED_LISTS = {"StackedRNNCells": {"cells": "cells"}}
 # Layers whose weights Keras keeps in sublayers it builds itself: (group, Keras's name for
 # the sublayer) per chunk of the layer's weights, in order (kernel, and bias with use_bias).
 SUBLAYER_WEIGHTS = {"MultiHeadAttention": [("query_dense", "query"), ("key_dense", "key"),
@@ -143,6 +147,8 @@ def to_keras(layer, strict=True):
         config[key] = _to_keras_value(key, value, strict)
     for key, attribute in WRAPPED.get(class_name, {}).items():
         config[key] = to_keras(getattr(layer, attribute), strict)
+    for key, attribute in WRAPPED_LISTS.get(class_name, {}).items():
+        config[key] = [to_keras(sublayer, strict) for sublayer in getattr(layer, attribute)]
     module = "keras.layers" if keras_arguments is not None else "hiapi.layers"
     return keras_object(module, class_name, config)
 
@@ -204,9 +210,13 @@ def from_keras(entry, get_class, filepath):
             raise ValueError(f"{filepath}: layer {name!r} ({class_name}) has {key}={value!r}, "
                              f"which hiapi's {cls.__name__} does not support")
         try:
-            arguments[key] = _sublayer_from_keras(value, get_class, filepath) \
-                if key in WRAPPED.get(class_name, {}) and value is not None \
-                else _from_keras_value(key, value, own)
+            if key in WRAPPED.get(class_name, {}) and value is not None:
+                arguments[key] = _sublayer_from_keras(value, get_class, filepath)
+            elif key in WRAPPED_LISTS.get(class_name, {}):
+                arguments[key] = [_sublayer_from_keras(entry, get_class, filepath)
+                                  for entry in value]
+            else:
+                arguments[key] = _from_keras_value(key, value, own)
         except ValueError as error:
             raise ValueError(f"{filepath}: layer {name!r} ({class_name}) argument {key!r}: "
                              f"{error}") from None

@@ -83,6 +83,17 @@ def wrappers():
     return model, (3, 5, 3), lambda n: rng.normal(size=(n, 2))
 
 
+def cells():
+    """RNN over a list of cells (stacked) and over one cell, as keras_test_models.cell_zoo."""
+    inputs = keras.Input((5, 3))
+    x = layers.RNN([layers.GRUCell(4), layers.SimpleRNNCell(3), layers.GRUCell(2)],
+                   return_sequences=True)(inputs)
+    x = layers.RNN(layers.LSTMCell(3, dropout=0.1), go_backwards=True)(x)
+    model = keras.Model(inputs, layers.Dense(2)(x), name="cells")
+    model.compile(optimizer="rmsprop", loss="mse")
+    return model, (3, 5, 3), lambda n: rng.normal(size=(n, 2))
+
+
 def inputs_like(shapes):
     if isinstance(shapes, list):
         return [inputs_like(s) for s in shapes]
@@ -92,7 +103,8 @@ def inputs_like(shapes):
 def main():
     (HERE / "keras").mkdir(exist_ok=True)
     out = {"keras_version": np.array(keras.__version__)}
-    for build in (mlp, mnist_convnet, batch_norm, recurrent, multi_output, wrappers):
+    for build in (mlp, mnist_convnet, batch_norm, recurrent, multi_output, wrappers,
+                  cells):
         model, shapes, targets = build()
         x = inputs_like(shapes)
         n = len(x[0]) if isinstance(x, list) else len(x)
