@@ -163,6 +163,12 @@ def test_what_keras_cannot_express_is_refused_with_its_name(tmp_path):
     with pytest.raises(ValueError, match=r"optimizer LARS.*include_optimizer=False"):
         lars.save(tmp_path / "l.keras")
     lars.save(tmp_path / "l.keras", include_optimizer=False)
+    mixed = hiapi.Sequential([hiapi.Input((3,)), layers.Dense(2, dtype="mixed_float16")])
+    mixed.compile(optimizer=hiapi.optimizers.LossScaleOptimizer(hiapi.optimizers.Adam()),
+                  loss="mse")
+    with pytest.raises(ValueError, match=r"optimizer LossScaleOptimizer.*nested form"):
+        mixed.save(tmp_path / "m.keras")    # Keras could not load the flat form (tried)
+    assert not (tmp_path / "m.keras").exists()
     assert not (tmp_path / "c.keras").exists() and not (tmp_path / "r.keras").exists()
     custom.save(tmp_path / "c.hiapi")       # the native format keeps it
 

@@ -17,7 +17,9 @@ def optimizer_to_keras(optimizer):
     class_name, keras_arguments = saved["class_name"], OPTIMIZERS.get(saved["class_name"])
     if keras_arguments is None:
         raise ValueError(f"cannot write the optimizer {class_name} to a Keras .keras file: "
-                         f"Keras has no such optimizer; save with include_optimizer=False, "
+                         f"Keras has no such optimizer, or (LossScaleOptimizer, of a "
+                         f"mixed-precision policy) hiapi does not write Keras's nested form "
+                         f"of it yet; save with include_optimizer=False, "
                          f"or {HIAPI_SUGGESTION}")
     config = {}
     for key, value in saved["config"].items():
