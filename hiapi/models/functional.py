@@ -129,6 +129,15 @@ class Model(Trainer, Layer):
     def load_weights(self, filepath: str | os.PathLike[str]) -> None:
         saving_functions.get("load_weights")(self, filepath)
 
+    def _autocast_inputs(self, inputs):
+        """A functional or Sequential model passes its inputs on as they are, as Keras's
+        ``Functional`` does (it does not convert them): each layer casts for itself, so a
+        float32 first layer of a mixed_float16 model computes in float32. A subclassed model
+        casts them to its compute dtype, as every Keras layer does."""
+        if subclassed.is_subclassed(self):
+            return Layer._autocast_inputs(self, inputs)
+        return inputs
+
     def compute_mask(self, inputs, previous_mask=None):
         return None     # replaying the layers attached their own masks to the outputs
 

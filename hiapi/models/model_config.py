@@ -104,7 +104,7 @@ def sequential_config(model, strict=False):
                          f"no input shape yet (start it with hiapi.Input or build it)")
     layers = [serialize_layer(layer, strict) for layer in keras_layers(model)]
     config = {"name": model.name, "trainable": model.trainable,
-              "dtype": dtype_policy(model.dtype), "layers": layers}
+              "dtype": dtype_policy(model.dtype_policy.name), "layers": layers}
     entry = {"module": "keras", "class_name": "Sequential", "config": config,
              "registered_name": None}
     if model._input_shape is not None:

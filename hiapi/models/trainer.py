@@ -73,9 +73,10 @@ class Trainer(StepMethods, CompileSaving):
         self.optimizer = optimizers_module.get(optimizer)
         # Keras 3: a mixed_float16 model trains with dynamic loss scaling unless told not to
         policy = getattr(self, "dtype_policy", None)       # Layer's: every Model is one
-        if kwargs.get("auto_scale_loss", True) and policy is not None and \
-                policy.name == "mixed_float16" and \
-                not isinstance(self.optimizer, optimizers_module.LossScaleOptimizer):
+        self._scaled_by_compile = kwargs.get("auto_scale_loss", True) and \
+            policy is not None and policy.name == "mixed_float16" and \
+            not isinstance(self.optimizer, optimizers_module.LossScaleOptimizer)
+        if self._scaled_by_compile:     # a .keras file's compile_config keeps the argument
             self.optimizer = optimizers_module.LossScaleOptimizer(self.optimizer)
         from hiapi import losses
         for item in (loss.values() if isinstance(loss, dict) else

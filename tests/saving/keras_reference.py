@@ -61,7 +61,13 @@ def main(folder):
         with warnings.catch_warnings():     # Keras's warnings fail it, numpy's do not: its
             warnings.simplefilter("error")  # numpy backend builds models on np.empty arrays,
             warnings.filterwarnings("ignore", category=RuntimeWarning)   # which may overflow
+            # Keras compiles a loaded model with loss scaling only under a mixed global
+            # policy (its Sequential does not read its own policy back): set, as a script
+            # that trains in mixed precision does before it loads
+            keras.mixed_precision.set_global_policy(
+                "mixed_float16" if name == "mixed_precision" else "float32")
             model = keras.saving.load_model(path)
+            keras.mixed_precision.set_global_policy("float32")
         for i, y in enumerate(outputs(model, x)):
             out[f"{name}/y{i}"] = y
         if getattr(model, "optimizer", None) is not None:

@@ -76,8 +76,22 @@ def multi_output():
     return model, x, y
 
 
+def mixed_precision():
+    """A mixed_float16 model, so that compile wraps its optimizer in a LossScaleOptimizer
+    (written as Keras nests it); its layers compute in float32, so Keras and hiapi agree to
+    float32's precision."""
+    rng = _rng()
+    model = hiapi.Sequential([hiapi.Input((6,)),
+                              layers.Dense(8, activation="relu", dtype="float32"),
+                              layers.Dense(2, dtype="float32")],
+                             name="mixed_precision", dtype="mixed_float16")
+    model.compile(optimizer="adam", loss="mse")
+    return model, rng.normal(size=(4, 6)).astype("float32"), \
+        rng.normal(size=(4, 2)).astype("float32")
+
+
 MODELS = {build.__name__: build for build in (mlp, mnist_convnet, batch_norm, recurrent,
-                                               multi_output)}
+                                               multi_output, mixed_precision)}
 
 
 def image_zoo():

@@ -24,7 +24,10 @@ def compile_to_keras(model):
     """The ``compile_config`` of a compiled hiapi model (None when it was not compiled)."""
     if not getattr(model, "compiled", False):
         return None
-    return {"optimizer": optimizer_to_keras(model.optimizer),
+    optimizer = model.optimizer
+    if getattr(model, "_scaled_by_compile", False):     # Keras keeps compile's argument
+        optimizer = optimizer.inner_optimizer
+    return {"optimizer": optimizer_to_keras(optimizer),
             "loss": _to_keras(serialize_object(model._loss_ids)),
             "loss_weights": model._loss_weight_ids,
             "metrics": _to_keras(serialize_object(model._metric_ids or None)),
@@ -51,7 +54,11 @@ def _to_keras(value):
 def optimizer_values(optimizer, model):
     """The optimizer's variables in Keras's order. An optimizer not built yet is written as
     freshly built (zero slots): Keras builds it when loading a compiled model and would
-    otherwise skip the file's variables with a warning."""
+    otherwise skip the file's variables with a warning. A ``LossScaleOptimizer``'s are its
+    own as Keras has them (an iteration count and a learning rate it never uses, then
+    ``step_counter`` and ``dynamic_scale``) followed by its inner optimizer's."""
+    if isinstance(optimizer, optimizers_module.LossScaleOptimizer):
+        return loss_scale_header(optimizer) + optimizer_values(optimizer.inner_optimizer, model)
     if not optimizer.built:
         optimizer = optimizers_module.deserialize(optimizers_module.serialize(optimizer))
         optimizer.build(model.trainable_weights)
@@ -96,10 +103,34 @@ def compile_from_keras(model, config, custom_objects=None):
     return optimizer
 
 
-def assign_optimizer(model, values, filepath):
+def assign_optimizer(model, values, filepath, inner_values=()):
     """Keras's optimizer variables into the compiled model's optimizer (built first when the
-    file holds slots)."""
+    file holds slots); ``inner_values``: a loss scaler's inner optimizer's, when the file
+    has them (``optimizer/inner_optimizer/vars``)."""
     optimizer = model.optimizer
+    if isinstance(optimizer, optimizers_module.LossScaleOptimizer):
+        own = len(loss_scale_header(optimizer))
+        if len(values) >= own:
+            optimizer.step_counter.assign(np.asarray(values[2], np.int64))
+            optimizer.dynamic_scale.assign(np.asarray(values[3], np.float32))
+        _assign_plain(optimizer.inner_optimizer, model, values[own:], filepath)
+    elif inner_values:      # a loss scaler's file into a model compiled without one (a
+        # functional model's config has no dtype policy, so loading did not wrap): the
+        # inner optimizer's state, the scale dropped (Keras warns and loads none)
+        _assign_plain(optimizer, model, inner_values, filepath)
+    else:
+        _assign_plain(optimizer, model, values, filepath)
+
+
+def loss_scale_header(optimizer):
+    """A ``LossScaleOptimizer``'s own variables as Keras writes them: its unused iteration
+    count and learning rate (0 and 0.0 in Keras), ``step_counter``, ``dynamic_scale``."""
+    return [np.int64(0), np.float32(0.0), optimizer.step_counter.numpy(),
+            optimizer.dynamic_scale.numpy()]
+
+
+def _assign_plain(optimizer, model, values, filepath):
+    """``assign_optimizer`` for an optimizer that is not a loss scaler."""
     header = 1 if optimizer.learning_rate_schedule is not None else 2
     if header == 2 and len(values) >= 2:
         optimizer.learning_rate = values[1]     # the rate when saved, as Keras restores it

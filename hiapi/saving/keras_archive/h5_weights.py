@@ -92,8 +92,13 @@ def write_layer(file, layer, layer_path):
         write_store(file, f"{layer_path}/vars", layer.name, store)
 
 
-def write_optimizer(file, optimizer, values):
+def write_optimizer(file, optimizer, values, inner_values=None):
+    """``optimizer/vars``; a loss scaler's inner optimizer's also under
+    ``optimizer/inner_optimizer/vars``, as Keras keeps them (``inner_values``)."""
     write_vars(file, "optimizer/vars", optimizer.name, values)
+    if inner_values is not None:
+        write_vars(file, "optimizer/inner_optimizer/vars", optimizer.inner_optimizer.name,
+                   inner_values)
 
 
 def read_store(file, path):

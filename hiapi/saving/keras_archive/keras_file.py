@@ -12,6 +12,7 @@ import io
 import json
 import zipfile
 
+from hiapi import optimizers
 from hiapi.runtime.atomic import atomic_write
 from hiapi.models import model_config
 from hiapi.saving.keras_archive import assets, attribute_walk, compile_config, h5_weights
@@ -48,8 +49,11 @@ def _weights_bytes(model, optimizer=None):
     with h5py.File(buffer, "w") as file:
         attribute_walk.write(file, model)
         if optimizer is not None:
-            h5_weights.write_optimizer(file, optimizer,
-                                       compile_config.optimizer_values(optimizer, model))
+            scaler = isinstance(optimizer, optimizers.LossScaleOptimizer)
+            h5_weights.write_optimizer(
+                file, optimizer, compile_config.optimizer_values(optimizer, model),
+                compile_config.optimizer_values(optimizer.inner_optimizer, model) if scaler
+                else None)
     return buffer.getvalue()
 
 
@@ -141,8 +145,9 @@ def load_keras_model(filepath, custom_objects=None, compile=True):
             _compile(model, config["compile_config"], custom_objects, filepath)
         attribute_walk.read(file, model, filepath)
         if getattr(model, "optimizer", None) is not None:
-            compile_config.assign_optimizer(model, h5_weights.read_vars(file, "optimizer/vars"),
-                                            filepath)
+            compile_config.assign_optimizer(
+                model, h5_weights.read_vars(file, "optimizer/vars"), filepath,
+                h5_weights.read_vars(file, "optimizer/inner_optimizer/vars"))
     assets.restore(model, asset_files, filepath)
     return model
 

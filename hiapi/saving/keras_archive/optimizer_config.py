@@ -13,13 +13,13 @@ OPTIMIZERS_MODULE, SCHEDULES_MODULE = "keras.optimizers", "keras.optimizers.sche
 
 
 def optimizer_to_keras(optimizer):
+    if isinstance(optimizer, optimizers_module.LossScaleOptimizer):
+        return _loss_scale_to_keras(optimizer)
     saved = optimizers_module.serialize(optimizer)
     class_name, keras_arguments = saved["class_name"], OPTIMIZERS.get(saved["class_name"])
     if keras_arguments is None:
         raise ValueError(f"cannot write the optimizer {class_name} to a Keras .keras file: "
-                         f"Keras has no such optimizer, or (LossScaleOptimizer, of a "
-                         f"mixed-precision policy) hiapi does not write Keras's nested form "
-                         f"of it yet; save with include_optimizer=False, "
+                         f"Keras has no such optimizer; save with include_optimizer=False, "
                          f"or {HIAPI_SUGGESTION}")
     config = {}
     for key, value in saved["config"].items():
@@ -31,6 +31,30 @@ def optimizer_to_keras(optimizer):
             value = _schedule_to_keras(value)
         config[key] = value
     return keras_object(OPTIMIZERS_MODULE, class_name, config)
+
+
+def _loss_scale_to_keras(optimizer):
+    """Keras's ``LossScaleOptimizer`` config: its inner optimizer nested as a Keras object."""
+    return keras_object(OPTIMIZERS_MODULE, "LossScaleOptimizer", {
+        "name": optimizer.name, "inner_optimizer": optimizer_to_keras(optimizer.inner_optimizer),
+        "initial_scale": optimizer.initial_scale,
+        "dynamic_growth_steps": optimizer.dynamic_growth_steps})
+
+
+def _loss_scale_from_keras(config):
+    """hiapi's ``LossScaleOptimizer`` from Keras's config (the base optimizer's arguments
+    Keras adds must hold their defaults: a loss scaler has no rate or clipping of its own)."""
+    own = {"name", "inner_optimizer", "initial_scale", "dynamic_growth_steps"}
+    base = OPTIMIZERS["Adam"]       # every Keras optimizer's base arguments, with defaults
+    for key, value in config.items():
+        if key not in own and (key not in base or value != base[key]) and \
+                key != "learning_rate":
+            raise ValueError(f"optimizer LossScaleOptimizer has {key}={value!r}, which hiapi's "
+                             f"LossScaleOptimizer does not support; load with compile=False")
+    return optimizers_module.LossScaleOptimizer(
+        optimizer_from_keras(config["inner_optimizer"]),
+        initial_scale=config.get("initial_scale", 2.0 ** 15),
+        dynamic_growth_steps=config.get("dynamic_growth_steps", 2000), name=config.get("name"))
 
 
 def schedule_to_keras(schedule):
@@ -75,6 +99,8 @@ def plain(value):
 
 def optimizer_from_keras(entry):
     class_name = entry["class_name"]
+    if class_name == "LossScaleOptimizer":
+        return _loss_scale_from_keras(entry["config"])
     defaults = OPTIMIZERS.get(class_name)
     if defaults is None:
         raise ValueError(f"hiapi has no optimizer {class_name!r}; load with compile=False "

@@ -65,9 +65,8 @@ def shared(hiapi_module, keras_module, skip):
 layers = shared(hiapi.layers, keras.layers, NOT_LAYERS)
 optimizers = {name: {key: value for key, value in table.items() if key not in BASE or
                      key == "name"}
-              # LossScaleOptimizer: hiapi does not write Keras's nested layout for it (the
-              # inner optimizer as a Keras object, its variables under it) yet, so it stays
-              # out and a .keras file refuses it by name
+              # LossScaleOptimizer: its config nests the inner optimizer, written and read by
+              # hiapi/saving/keras_archive/optimizer_config.py itself, not through this table
               for name, table in shared(hiapi.optimizers, keras.optimizers,
                                         {"Optimizer", "LossScaleOptimizer"}).items()}
 target = pathlib.Path(__file__).parents[3] / "hiapi/saving/keras_archive/keras_arguments.py"

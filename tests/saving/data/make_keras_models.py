@@ -94,6 +94,20 @@ def cells():
     return model, (3, 5, 3), lambda n: rng.normal(size=(n, 2))
 
 
+def mixed_precision():
+    """keras_test_models.mixed_precision: compile wraps Adam in a LossScaleOptimizer (Keras's
+    Sequential takes its policy from the global one when made)."""
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = keras.Sequential([keras.Input((6,)),
+                                  layers.Dense(8, activation="relu", dtype="float32"),
+                                  layers.Dense(2, dtype="float32")], name="mixed_precision")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    model.compile(optimizer="adam", loss="mse")
+    return model, (4, 6), lambda n: rng.normal(size=(n, 2))
+
+
 def inputs_like(shapes):
     if isinstance(shapes, list):
         return [inputs_like(s) for s in shapes]
@@ -104,7 +118,7 @@ def main():
     (HERE / "keras").mkdir(exist_ok=True)
     out = {"keras_version": np.array(keras.__version__)}
     for build in (mlp, mnist_convnet, batch_norm, recurrent, multi_output, wrappers,
-                  cells):
+                  cells, mixed_precision):
         model, shapes, targets = build()
         x = inputs_like(shapes)
         n = len(x[0]) if isinstance(x, list) else len(x)
