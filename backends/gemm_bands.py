@@ -25,12 +25,13 @@ want the same weights twice call it; ``random_streams.when_seeded``), and stay o
 weights and batch orders every time, so the bits that the thread count changes could not be
 seen to repeat anyway: its products run whole on BLAS's threads at whatever count the tuner
 chose, at the count fixed's speed (on the AMD EPYC VM, where every product needs bands, that
-is the 5-10 % of issue #29's patterns that the bands cost, and 20 % at batch 32). With the count fixed -- ``HIAPI_NUM_THREADS``,
-``set_num_threads``, one thread per rank under ``mpiexec`` -- OpenBLAS splits every product the
-same way on every call, so its own threads are deterministic too, and they are faster: no
-operand packed again per band, and every core of a large machine (the bands cap one product at
-``MAX_BANDS``, and a 1024-wide one at 4). Whether the bands are on depends only on what the
-script has run, never on timing.
+is the 5-10 % of issue #29's patterns that the bands cost, and 20 % at batch 32).
+
+With the count fixed -- ``HIAPI_NUM_THREADS``, ``set_num_threads``, one thread per rank under
+``mpiexec`` -- OpenBLAS splits every product the same way on every call, so its own threads
+are deterministic too, and they are faster: no operand packed again per band, and every core
+of a large machine (the bands cap one product at ``MAX_BANDS``, and a 1024-wide one at 4).
+Whether the bands are on depends only on what the script has run, never on timing.
 
 Only the products that need them: a product that BLAS computes with the same bits on every
 thread count the tuner may choose (most are: OpenBLAS cuts only some ``k`` differently on

@@ -213,8 +213,8 @@ def from_keras(entry, get_class, filepath):
             if key in WRAPPED.get(class_name, {}) and value is not None:
                 arguments[key] = _sublayer_from_keras(value, get_class, filepath)
             elif key in WRAPPED_LISTS.get(class_name, {}):
-                arguments[key] = [_sublayer_from_keras(entry, get_class, filepath)
-                                  for entry in value]
+                arguments[key] = [_sublayer_from_keras(item, get_class, filepath)
+                                  for item in value]
             else:
                 arguments[key] = _from_keras_value(key, value, own)
         except ValueError as error:

@@ -44,11 +44,11 @@ def _loss_scale_to_keras(optimizer):
 def _loss_scale_from_keras(config):
     """hiapi's ``LossScaleOptimizer`` from Keras's config (the base optimizer's arguments
     Keras adds must hold their defaults: a loss scaler has no rate or clipping of its own)."""
-    own = {"name", "inner_optimizer", "initial_scale", "dynamic_growth_steps"}
-    base = OPTIMIZERS["Adam"]       # every Keras optimizer's base arguments, with defaults
+    own = {"name", "inner_optimizer", "initial_scale", "dynamic_growth_steps", "learning_rate"}
+    # the base arguments every Keras optimizer takes (clipnorm, use_ema, ...), with defaults
+    base = set.intersection(*(set(table) for table in OPTIMIZERS.values()))
     for key, value in config.items():
-        if key not in own and (key not in base or value != base[key]) and \
-                key != "learning_rate":
+        if key not in own and (key not in base or value != OPTIMIZERS["SGD"][key]):
             raise ValueError(f"optimizer LossScaleOptimizer has {key}={value!r}, which hiapi's "
                              f"LossScaleOptimizer does not support; load with compile=False")
     return optimizers_module.LossScaleOptimizer(
