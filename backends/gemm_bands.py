@@ -16,16 +16,14 @@ threads give the same bits (tested, ``tests/backends/test_gemm_bands.py``). Whet
 elements equal those of the whole product does not matter, and is not always so: OpenBLAS's
 small-matrix kernels take over for bands like ``64x1024 @ 1024x10`` and sum in another order.
 
-Only where the count can change, and only for a run meant to repeat: the bands start when
-the thread tuner first adapts in this process (``thread_tuner.when_adapting``: a step of a
-model is called, or ``fit``/``evaluate``/``predict`` starts, with a count hiapi chose) in a
-process whose random seed was set (``hiapi.utils.set_random_seed``, as Keras scripts that
-want the same weights twice call it; ``random_streams.when_seeded``), and stay on from then
-(the count the tuner left may differ from the budget). An unseeded run draws other initial
-weights and batch orders every time, so the bits that the thread count changes could not be
-seen to repeat anyway: its products run whole on BLAS's threads at whatever count the tuner
-chose, at the count fixed's speed (on the AMD EPYC VM, where every product needs bands, that
-is the 5-10 % of issue #29's patterns that the bands cost, and 20 % at batch 32).
+Only where the count can change: the bands start when the thread tuner first adapts in this
+process (``enable``, registered with ``thread_tuner.when_adapting``: a step of a model is
+called, or ``fit``/``evaluate``/``predict`` starts, with a count hiapi chose) and stay on from
+then (the count the tuner left may differ from the budget), in unseeded runs too: a run
+resumed from a file in a new process repeats bit for bit without a seed of its own (the
+weights and the batch order's seed travel in the file), so whether a run is meant to repeat
+cannot be read from ``set_random_seed`` alone (tried and reverted: docs/performance.md, the
+ninth round).
 
 With the count fixed -- ``HIAPI_NUM_THREADS``, ``set_num_threads``, one thread per rank under
 ``mpiexec`` -- OpenBLAS splits every product the same way on every call, so its own threads
@@ -74,13 +72,12 @@ import numpy as np
 
 from hiapi.backends import blas, k_pieces, thread_invariance, threaded_blocks
 from hiapi.backends.chunk_workers import workers
-from hiapi.runtime import random_streams, thread_tuner, threads
+from hiapi.runtime import thread_tuner, threads
 
 MIN_BAND = 256              # rows or columns per band, at least (a multiple of 16: BLAS tiles)
 MAX_BANDS = 16
 MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
-_enabled = False            # set for good in a seeded run the tuner adapts: see the docstring
-_count_free = False         # the thread tuner adapts: the count may change between calls
+_enabled = False            # set for good by the thread tuner: see the module docstring
 # ``_layout`` -> (kind, bounds): the route ``run`` decided for it (``_decide``)
 _routes = {}
 WHOLE, BLOCKS, CUT, BANDS = "whole", "threaded blocks", "cut along k", "bands"
@@ -99,20 +96,7 @@ def enabled():
     return _enabled
 
 
-def _count_may_change():
-    global _count_free
-    _count_free = True
-    _start_if_needed()
-
-
-def _start_if_needed():
-    """Bands from now on once both hold: the count may change and the run is seeded."""
-    if _count_free and random_streams.seeded():
-        enable()
-
-
-thread_tuner.when_adapting(_count_may_change)
-random_streams.when_seeded(_start_if_needed)    # from then on the count changes no bit
+thread_tuner.when_adapting(enable)     # from then on the count changes no bit
 
 
 def _power_of_two_at_most(n):

@@ -3,7 +3,6 @@ hiapi with its thread tuner, hiapi with the count fixed, and torch's equivalent 
 
     python benchmarks/fit_patterns.py [--model mlp|small] [--rounds 3] [--backend numba]
                                       [--patterns long,repeated,validation,evaluate,predict,batches]
-                                      [--unseeded]
 
 Why: the compiled step alone can beat torch while what users call does not, when every call
 pays again for work that only had to be done once (the thread tuner's probing, issue #29).
@@ -29,10 +28,8 @@ evaluate and predict) of each variant over the rounds, the ratios ``tuned/fixed`
 ``tuned/torch`` of those medians and the median of the rounds' own ratios (``_paired``: the
 variants of a round run back to back, so a host that drifts between rounds moves both), the
 share of the tuned run its thread tuner's probes cost (``tuned_probing_percent``, median), and
-the load average after the last round. hiapi's runs call ``hiapi.utils.set_random_seed(0)``
-unless ``--unseeded``: a seeded run keeps its bits whatever the tuner does, through GEMM bands
-that an unseeded run does without (``backends/gemm_bands.py``), so the two can differ in
-speed. Run it under ``flock /tmp/hiapi-bench.lock`` on a shared machine.
+the load average after the last round. Run it under ``flock /tmp/hiapi-bench.lock`` on a
+shared machine.
 """
 import argparse
 import json
@@ -50,7 +47,6 @@ MODELS = {"mlp": {"units": (1024, 1024), "batch": 256, "optimizer": "sgd", "step
           "small": {"units": (128,), "batch": 32, "optimizer": "adam", "steps": 100}}
 WARMUP = 3                  # train steps before timing (and one evaluate and predict batch)
 PATTERNS = ("long", "repeated", "validation", "evaluate", "predict", "batches")
-SEEDED = True               # hiapi's runs call set_random_seed (--unseeded: they do not)
 
 
 def make_data(spec):
@@ -66,8 +62,7 @@ def hiapi_runner(spec, backend):
     os.environ["HIAPI_BACKEND"] = backend
     import hiapi
     from hiapi import layers
-    if SEEDED:
-        hiapi.utils.set_random_seed(0)
+    hiapi.utils.set_random_seed(0)
     model = hiapi.Sequential([hiapi.Input(shape=(784,))] +
                              [layers.Dense(u, activation="relu") for u in spec["units"]] +
                              [layers.Dense(10)])
@@ -184,10 +179,7 @@ def main():
     parser.add_argument("--patterns", default=",".join(PATTERNS))
     parser.add_argument("--variants", default="tuned,fixed,torch")
     parser.add_argument("--one", nargs=3, metavar=("MODEL", "PATTERN", "VARIANT"))
-    parser.add_argument("--unseeded", action="store_true")
     args = parser.parse_args()
-    global SEEDED
-    SEEDED = not args.unseeded
     if args.one:
         print(json.dumps(one(*args.one, args.backend)))
         return
@@ -203,8 +195,7 @@ def main():
                 if variant == "fixed":
                     env["HIAPI_NUM_THREADS"] = cpus
                 out = subprocess.run([sys.executable, __file__, "--backend", args.backend,
-                                      "--one", args.model, pattern, variant]
-                                     + ["--unseeded"] * args.unseeded,
+                                      "--one", args.model, pattern, variant],
                                      capture_output=True, text=True, env=env, check=True)
                 step, share = json.loads(out.stdout.strip().splitlines()[-1])
                 times[pattern, variant].append(step)
@@ -214,8 +205,7 @@ def main():
     for pattern in patterns:
         medians = {v: float(np.median(times[pattern, v])) for v in variants}
         line = {"benchmark": "fit_patterns", "model": args.model, "backend": args.backend,
-                "pattern": pattern, "rounds": args.rounds, "seeded": SEEDED,
-                "load_average": load}
+                "pattern": pattern, "rounds": args.rounds, "load_average": load}
         line.update({f"{v}_ms": round(1000 * m, 3) for v, m in medians.items()})
         line.update({f"{v}_all_ms": [round(1000 * t, 3) for t in times[pattern, v]]
                      for v in variants})

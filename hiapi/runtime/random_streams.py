@@ -10,8 +10,6 @@ import numpy as np
 
 _generator = np.random.default_rng()
 _shuffle_seed = int(np.random.SeedSequence().entropy % 2**63)
-_seeded = False             # set_seed was called: the run is to be reproducible
-_on_seeded = []
 
 
 def generator():
@@ -20,30 +18,12 @@ def generator():
 
 def set_seed(seed):
     """Reseed hiapi's generator, Python's ``random`` and numpy's legacy global generator."""
-    global _generator, _shuffle_seed, _seeded
+    global _generator, _shuffle_seed
     seed = int(seed)
     _generator = np.random.default_rng(seed)
     _shuffle_seed = seed
     _py_random.seed(seed)
     np.random.seed(seed % 2**32)
-    _seeded = True
-    for function in _on_seeded:
-        function()
-
-
-def seeded():
-    """Whether ``set_seed`` (``hiapi.utils.set_random_seed``) was called in this process: the
-    user asked for a run that repeats, bit for bit."""
-    return _seeded
-
-
-def when_seeded(function):
-    """Call ``function()`` once a seed is set (now, if one was): how the GEMM bands, which
-    keep a seeded run's bits when the thread count changes, learn that they are needed,
-    from a floor above this one."""
-    _on_seeded.append(function)
-    if _seeded:
-        function()
 
 
 def make_generator(seed=None):

@@ -260,31 +260,10 @@ def test_seeded_training_gives_the_same_weights_on_one_and_two_threads(backend, 
         np.testing.assert_array_equal(a, b)
 
 
-def test_bands_start_only_in_a_seeded_run_whose_count_may_change(monkeypatch):
-    """An unseeded run draws other weights every time, so its bits could not be seen to
-    repeat: its products stay whole at full speed while the tuner adapts. A seed set after
-    the tuner adapted, or before, starts the bands."""
-    from hiapi.runtime import random_streams
-    for seed_first in (False, True):
-        monkeypatch.setattr(gemm_bands, "_enabled", False)
-        monkeypatch.setattr(gemm_bands, "_count_free", False)
-        monkeypatch.setattr(random_streams, "_seeded", False)
-        if seed_first:
-            hiapi.utils.set_random_seed(3)
-            assert not gemm_bands.enabled()             # the count is fixed so far
-            gemm_bands._count_may_change()              # what the tuner calls when it adapts
-        else:
-            gemm_bands._count_may_change()
-            assert not gemm_bands.enabled()             # unseeded: whole products
-            hiapi.utils.set_random_seed(3)
-        assert gemm_bands.enabled()
-
-
 def test_with_the_count_fixed_products_go_whole_to_blas(monkeypatch):
     """No tuner, no bands: OpenBLAS's own threads (deterministic at a fixed count, faster,
     and every core of a large machine)."""
     monkeypatch.setattr(gemm_bands, "_enabled", False)
-    monkeypatch.setattr(gemm_bands, "_count_free", False)      # as in a fresh process
     seen = []
     monkeypatch.setattr(gemm_bands, "_band", lambda piece, slot: seen.append(piece))
     a, b = _operands(np.random.default_rng(3), (128, 784), (784, 512))
