@@ -4,7 +4,9 @@
 step counter, time, ETA and the running loss and metrics; when output goes to a file or a pipe,
 one plain line at the end of the epoch instead (``"50/50 - 2s 31ms/step - loss: 0.3012"``), as
 Keras does: a bar redrawn with carriage returns turns a log file into one huge line per epoch.
-``verbose=2``: one line per epoch. ``verbose=0``: nothing.
+``verbose=2``: the header and one line per epoch, as Keras's (``"50/50 - 2s - 31ms/step -
+loss: 0.3012"``). Keras prints no header when ``fit`` runs a single epoch, nor does hiapi.
+``verbose=0``: nothing.
 ``evaluate`` and ``predict`` show the same bar or line for their pass (``"8/8 - 0s 2ms/step -
 loss: 0.3012"``, no metrics for ``predict``), as Keras's do; fit's validation passes show none.
 """
@@ -55,7 +57,7 @@ class ProgbarLogger(Callback):
         self._in_fit = True
 
     def on_epoch_begin(self, epoch, logs=None):
-        if self.verbose == 1:
+        if self.verbose and self.params["epochs"] > 1:
             print(f"Epoch {epoch + 1}/{self.params['epochs']}", file=sys.stdout, flush=True)
         self._begin_pass(self.verbose == 1, "compiling the train step"
                          if self._first_step is None else None)
@@ -132,8 +134,8 @@ class ProgbarLogger(Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self.verbose == 2:
-            print(f"Epoch {epoch + 1}/{self.params['epochs']} - {self._seen} steps - "
-                  f"{time.perf_counter() - self._start:.1f}s - {self._step_time()}"
+            steps = f"{self._seen}/{self.params.get('steps') or self._seen}"
+            print(f"{steps} - {time.perf_counter() - self._start:.0f}s - {self._step_time()}"
                   f"{_suffix(logs)}", file=sys.stdout, flush=True)
         else:
             self._end_pass(logs)

@@ -48,7 +48,7 @@ def test_plain_lines_leave_the_compiling_step_out_of_the_step_time(monkeypatch):
 
 def test_verbose_2_leaves_it_out_too(monkeypatch):
     lines = run_epochs(monkeypatch, io.StringIO(), verbose=2).splitlines()
-    assert lines[0] == "Epoch 1/2 - 10 steps - 30.3s - 30ms/step - loss: 0.5000"
+    assert lines[:2] == ["Epoch 1/2", "10/10 - 30s - 30ms/step - loss: 0.5000"]
 
 
 def test_the_bar_says_compiling_and_its_eta_ignores_the_first_step(monkeypatch):
@@ -63,4 +63,4 @@ def test_the_bar_says_compiling_and_its_eta_ignores_the_first_step(monkeypatch):
 
 def test_a_single_step_epoch_reports_that_step(monkeypatch):
     lines = run_epochs(monkeypatch, io.StringIO(), verbose=1, epochs=1, steps=1).splitlines()
-    assert lines[1] == "1/1 - 30s 30s/step - loss: 0.5000"
+    assert lines[0] == "1/1 - 30s 30s/step - loss: 0.5000"      # one epoch: no header
