@@ -70,28 +70,27 @@ class Optimizer:
         """Keras 3's ``optimizer.learning_rate``: the Variable holding a constant rate (assign
         to it, or set the attribute: either changes the next step's rate, no recompilation),
         or, under a schedule, the rate the next update will use (a float32 number)."""
-        if self._learning_rate is self._learning_rate_variable:
+        if self._schedule is None:
             return self._learning_rate_variable
         return np.float32(self.current_learning_rate())
 
     @learning_rate.setter
     def learning_rate(self, value):
         if callable(value) and not isinstance(value, Variable):
-            self._learning_rate = value         # a schedule: evaluated at each update
+            self._schedule = value              # evaluated at each update
             return
         rate = value.numpy() if isinstance(value, Variable) else value
         if np.ndim(rate) != 0 or not np.isreal(rate) or not rate > 0:
             raise ValueError(f"{self.name}: learning_rate must be a positive number or a "
                              f"schedule, got {value!r}")
         self._learning_rate_variable.assign(np.float32(rate))
-        self._learning_rate = self._learning_rate_variable
+        self._schedule = None
 
     @property
     def learning_rate_schedule(self):
         """The schedule the rate follows (``LearningRateSchedule`` or a callable of the update
         index), or None for a constant rate (``learning_rate``'s Variable)."""
-        lr = self._learning_rate
-        return None if lr is self._learning_rate_variable else lr
+        return self._schedule
 
     def update_index(self):
         """How many updates have been applied (= iterations unless gradients accumulate)."""
@@ -99,10 +98,10 @@ class Optimizer:
 
     def current_learning_rate(self, update_index=None):
         """The rate fed to the graph this step (a schedule is evaluated at ``update_index``)."""
-        lr = self.learning_rate_schedule
-        if lr is None:
+        if self._schedule is None:
             return float(self._learning_rate_variable.storage)
-        return float(lr(self.update_index() if update_index is None else update_index))
+        return float(self._schedule(self.update_index() if update_index is None
+                                    else update_index))
 
     def step_inputs(self):
         """Placeholders the train step takes from the host each step: the learning rate, the
@@ -252,10 +251,11 @@ class Optimizer:
         return apply_now, updates, means
 
     def get_config(self) -> dict[str, Any]:
-        lr = self.learning_rate_schedule
-        lr = _shortest_float(self._learning_rate_variable.numpy()) if lr is None else \
-            lr.get_config() | {"class_name": type(lr).__name__} if hasattr(lr, "get_config") \
-            else lr
+        lr = self._schedule
+        if lr is None:
+            lr = _shortest_float(self._learning_rate_variable.numpy())
+        elif hasattr(lr, "get_config"):
+            lr = lr.get_config() | {"class_name": type(lr).__name__}
         return {"name": self.name, "learning_rate": lr, "weight_decay": self.weight_decay,
                 "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
                 "global_clipnorm": self.global_clipnorm,

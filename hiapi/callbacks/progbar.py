@@ -112,9 +112,12 @@ class ProgbarLogger(Callback):
             self._bar.close()
             self._bar = None
         else:
-            steps = f"{self._seen}/{self.params.get('steps') or self._seen}"
-            print(f"{steps} - {time.perf_counter() - self._start:.0f}s "
+            print(f"{self._count()} - {time.perf_counter() - self._start:.0f}s "
                   f"{self._step_time()}{suffix}", file=sys.stdout, flush=True)
+
+    def _count(self):
+        """Keras's step count of a pass: "94/94"."""
+        return f"{self._seen}/{self.params.get('steps') or self._seen}"
 
     def reads_batch_logs(self, hook, batch):
         """The bar shows the running logs every 10th batch and at the last; a plain line
@@ -134,9 +137,8 @@ class ProgbarLogger(Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self.verbose == 2:
-            steps = f"{self._seen}/{self.params.get('steps') or self._seen}"
-            print(f"{steps} - {time.perf_counter() - self._start:.0f}s - {self._step_time()}"
-                  f"{_suffix(logs)}", file=sys.stdout, flush=True)
+            print(f"{self._count()} - {time.perf_counter() - self._start:.0f}s - "
+                  f"{self._step_time()}{_suffix(logs)}", file=sys.stdout, flush=True)
         else:
             self._end_pass(logs)
 

@@ -109,17 +109,19 @@ def assign_optimizer(model, values, filepath, inner_values=()):
     has them (``optimizer/inner_optimizer/vars``)."""
     optimizer = model.optimizer
     if isinstance(optimizer, optimizers_module.LossScaleOptimizer):
-        own = len(loss_scale_header(optimizer))
-        if len(values) >= own:
+        if len(values) >= LOSS_SCALE_OWN:
             optimizer.step_counter.assign(np.asarray(values[2], np.int64))
             optimizer.dynamic_scale.assign(np.asarray(values[3], np.float32))
-        _assign_plain(optimizer.inner_optimizer, model, values[own:], filepath)
+        _assign_plain(optimizer.inner_optimizer, model, values[LOSS_SCALE_OWN:], filepath)
     elif inner_values:      # a loss scaler's file into a model compiled without one (a
         # functional model's config has no dtype policy, so loading did not wrap): the
         # inner optimizer's state, the scale dropped (Keras warns and loads none)
         _assign_plain(optimizer, model, inner_values, filepath)
     else:
         _assign_plain(optimizer, model, values, filepath)
+
+
+LOSS_SCALE_OWN = 4      # a loss scaler's own variables in Keras's list (``loss_scale_header``)
 
 
 def loss_scale_header(optimizer):

@@ -49,11 +49,10 @@ def _weights_bytes(model, optimizer=None):
     with h5py.File(buffer, "w") as file:
         attribute_walk.write(file, model)
         if optimizer is not None:
+            values = compile_config.optimizer_values(optimizer, model)
             scaler = isinstance(optimizer, optimizers.LossScaleOptimizer)
-            h5_weights.write_optimizer(
-                file, optimizer, compile_config.optimizer_values(optimizer, model),
-                compile_config.optimizer_values(optimizer.inner_optimizer, model) if scaler
-                else None)
+            h5_weights.write_optimizer(file, optimizer, values, values[
+                compile_config.LOSS_SCALE_OWN:] if scaler else None)   # the inner's, again
     return buffer.getvalue()
 
 
