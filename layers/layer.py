@@ -19,7 +19,8 @@ from hiapi import constraints, dtype_policy, initializers, regularizers
 from hiapi.runtime.dtypes import as_dtype, is_float, is_low_precision
 from hiapi.graph import Function, Variable, ops, placeholder
 from hiapi.graph.variable import autocast
-from hiapi.graph.var import Var
+from hiapi.graph import eager_tape
+from hiapi.graph.var import Var, concrete
 from hiapi.hints import (ArrayLike, ConstraintLike, DTypeLike, InitializerLike, RegularizerLike,
                          Shape, ShapeLike)
 from hiapi.graph import tracing
@@ -238,16 +239,33 @@ class Layer(LayerIO, LayerLosses, LayerSaving):
         inputs = _call_inputs(self, args)
         if len(args) == 2 and inputs is args[0]:
             training = args[1]        # layer(x, True): training given positionally
-        if not tracing.in_layer_call():
+        outermost = not tracing.in_layer_call()
+        if outermost:
             self._clear_losses()      # the outermost call starts layer.losses afresh (Keras)
+        session = eager_tape.recording()
+        if session is not None and outermost:     # in an eager GradientTape's block
+            inputs = _map(lambda leaf: self._eager_tape_input(session, leaf), inputs)
+        elif not tracing.in_trace():  # Vars an eager tape gave values are data here
+            inputs = _map(concrete, inputs)
         flat = _flatten(inputs)
         if all(isinstance(v, Var) for v in flat):
             with naming_layer(self):
-                return self._call_symbolic(inputs, training, mask)
+                outputs = self._call_symbolic(inputs, training, mask)
+            if session is not None and outermost:
+                session.keep(_flatten(outputs))
+            return outputs
         if any(isinstance(v, Var) for v in flat):
             raise TypeError(f"Layer {self.name!r}: inputs mix symbolic Vars and arrays")
         with naming_layer(self):
             return self._call_eager(inputs, training, mask)
+
+    def _eager_tape_input(self, session, leaf):
+        """An array given to a layer in an eager tape's block: the placeholder holding it,
+        float arrays in the layer's dtype (as ``_call_eager`` feeds them)."""
+        if leaf is None or isinstance(leaf, Var):
+            return leaf
+        array = np.asarray(leaf)
+        return session.input(leaf, self.dtype if array.dtype.kind == "f" else None)
 
     def _call_symbolic(self, inputs, training, mask=None):
         # for an eager call: which outputs ``call`` returned as a Variable (see _call_eager)

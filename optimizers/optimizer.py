@@ -141,7 +141,13 @@ class Optimizer:
         return slot
 
     def get_slot(self, variable, slot_name):
-        return self._slots[(id(variable), slot_name)]
+        slot = self._slots.get((id(variable), slot_name))
+        if slot is None:
+            raise ValueError(f"{self.name}: unknown variable {variable.name!r} (shape "
+                             f"{variable.shape}): this optimizer can only update the variables "
+                             f"it was first built with; create a new optimizer for a new set "
+                             f"of variables (a new model), as in Keras")
+        return slot
 
     @property
     def variables(self):

@@ -13,18 +13,27 @@ optimizer averages the gradients over workers before it applies them (as Horovod
     grads = tape.gradient(loss, self.trainable_variables)
     self.optimizer.apply(grads, self.trainable_variables)
 
-Sources may be Variables, symbolic tensors, or lists, tuples and dicts of them; the result
-has the same structure, with None (or zeros, ``unconnected_gradients="zero"``) where the
-target does not depend on a source. Values computed in ``with tape.stop_recording():`` are
-constants to the tape.
+Opened outside a traced step, as TensorFlow's eager loops do, the tape traces its block
+and ``gradient`` compiles and runs it (``hiapi.graph.eager_tape``): the gradients come back
+as numpy arrays, and the tensors the block made (the loss, the model's outputs) hold their
+values.
+
+Sources may be Variables, symbolic tensors, or lists, tuples and dicts of them (and, on an
+eager tape, the arrays the block took as inputs); the result has the same structure, with
+None (or zeros, ``unconnected_gradients="zero"``) where the target does not depend on a
+source. Values computed in ``with tape.stop_recording():`` are constants to the tape.
 """
 from __future__ import annotations
 
+import weakref
 from contextlib import contextmanager
 from typing import Any
 
-from hiapi.graph import ops, var as var_module
+import numpy as np
+
+from hiapi.graph import eager_tape, ops, step_recording, tracing, var as var_module
 from hiapi.graph.autodiff import grad
+from hiapi.graph.eager_tape import release
 from hiapi.graph.op import as_var
 from hiapi.graph.var import Var
 from hiapi.graph.variable import Variable
@@ -38,19 +47,27 @@ class GradientTape:
         self._stopped: set[Var] = set()
         self._used = False
         self._recording = False
+        self._session: eager_tape.EagerSession | None = None
 
     def __enter__(self) -> GradientTape:
         self._recording = True
+        if not tracing.in_trace() and step_recording.active() is None:
+            self._session = eager_tape.EagerSession()    # eager: trace the block
+            self._session.start()
+            if self.persistent:       # its values lose their history when the tape goes
+                weakref.finalize(self, self._session.release)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._recording = False
+        if self._session is not None:
+            self._session.stop()
 
     def watch(self, tensor: Any) -> None:
         """Record gradients with respect to ``tensor`` (every symbolic value is differentiable
         here, so this only checks that it is one)."""
         for leaf in _leaves(tensor):
-            _as_source(leaf, "watch")
+            self._as_source(leaf, "watch")
             self._watched.append(leaf)
 
     def watched_variables(self) -> list[Any]:
@@ -85,17 +102,29 @@ class GradientTape:
             raise ValueError(f"GradientTape.gradient: unconnected_gradients must be 'none' or "
                              f"'zero', got {unconnected_gradients!r}")
         self._used = True
-        total = _target(target, output_gradients)
+        total = _target(target, output_gradients, eager=self._session is not None)
         leaves = _leaves(sources)
-        points = [_as_source(leaf, "gradient") for leaf in leaves]
-        grads = grad(total, points, stop=self._stopped)
+        points = [self._as_source(leaf, "gradient") for leaf in leaves]
+        if self._session is None:
+            grads = grad(total, points, stop=self._stopped)
+        else:
+            grads = self._session.gradient(total, points, self._stopped)
+            if not self.persistent:
+                self._session.release()     # its one gradient is taken
+                release([total])
         if not self.watch_accessed_variables:     # only what was watched has a gradient
-            watched = {id(_as_source(leaf, "watch")) for leaf in self._watched}
+            watched = {id(self._as_source(leaf, "watch")) for leaf in self._watched}
             grads = [g if id(p) in watched else None for g, p in zip(grads, points)]
         if unconnected_gradients == "zero":
-            grads = [ops.broadcast_like(ops.constant(0.0, p.dtype), p) if g is None else g
+            grads = [_zeros(p, eager=self._session is not None) if g is None else g
                      for g, p in zip(grads, points)]
         return _rebuild(sources, iter(grads))
+
+    def _as_source(self, leaf, what):
+        if self._session is not None and not isinstance(leaf, (Var, Variable)) and \
+                isinstance(leaf, (np.ndarray, np.generic)):
+            return self._session.input(leaf)     # an array the block took (or will take)
+        return _as_source(leaf, what)
 
     def jacobian(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("GradientTape.jacobian is not supported; take gradient() of "
@@ -103,14 +132,22 @@ class GradientTape:
                                   "vector-Jacobian product")
 
 
-def _target(target, output_gradients):
+def _zeros(point, eager):
+    if eager:
+        return np.zeros(point.shape, point.dtype)
+    return ops.broadcast_like(ops.constant(0.0, point.dtype), point)
+
+
+def _target(target, output_gradients, eager=False):
     targets = _leaves(target)
     for t in targets:
         if not isinstance(t, (Var, Variable)):
-            raise TypeError(f"GradientTape.gradient: the target must be a symbolic tensor "
-                            f"computed in a traced step (a train_step, or a function "
-                            f"decorated with @hiapi.function), got {type(t).__name__}; hiapi "
-                            f"records gradients by compiling the step, not eagerly")
+            where = "in the tape's block, from the model's outputs or the watched inputs" \
+                if eager else "in a traced step (a train_step, or a function decorated " \
+                "with @hiapi.function)"
+            raise TypeError(f"GradientTape.gradient: the target must be a tensor computed "
+                            f"{where}, got {type(t).__name__}: a value computed from numpy "
+                            f"arrays, or outside the block, has no recorded history")
     targets = [t.read if isinstance(t, Variable) else t for t in targets]
     if output_gradients is not None:
         weights = [ops.cast(as_var(w), t.dtype)
@@ -122,7 +159,7 @@ def _target(target, output_gradients):
     targets = [t if t.ndim == 0 else ops.sum(t) for t in targets]
     total = targets[0]
     for t in targets[1:]:
-        total = total + t
+        total = ops.add(total, t)       # graph ops even for targets that hold values
     return total
 
 

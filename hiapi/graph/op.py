@@ -80,6 +80,10 @@ def as_var(value, dtype=None):
         # a Variable: its value in the graph (after an assignment earlier in the step being
         # traced, the assigned value), not a frozen copy
         return tracing.current_value(value)
+    if isinstance(value, np.ndarray) and value.ndim and dtype is None:
+        fed = tracing.array_input(value)
+        if fed is not None:
+            return fed
     return ops.constant(value, dtype)
 
 

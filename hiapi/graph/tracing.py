@@ -38,6 +38,7 @@ class StateCollector:
 
 
 _collectors: list[StateCollector] = []
+_array_inputs: list = []     # an eager tape's ``input``: arrays in its block are fed, not constants
 _symbolic_depth = [0]
 _batch_references: list[list] = []
 
@@ -66,6 +67,19 @@ def symbolic_scope():
 def in_trace():
     """True while a layer call or a step is being traced."""
     return bool(_symbolic_depth[0] or _collectors)
+
+
+def array_input(array):
+    """The graph value of an array met while an eager tape traces its block (a placeholder
+    holding it, so the block's compiled function is fed each step's batch), or None
+    elsewhere: the array is then a constant."""
+    return _array_inputs[-1](array) if _array_inputs else None
+
+
+def eager_tape_recording():
+    """True while an eager tape traces its block: every op is recorded, arrays included (as
+    TensorFlow's tape records ops on constants it watches)."""
+    return bool(_array_inputs)
 
 
 def in_layer_call():

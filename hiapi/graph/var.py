@@ -9,15 +9,61 @@ operators build ops with numpy's names and broadcasting rules, so graph code rea
 
 Vars hash by identity (``==`` is not overloaded: use ``hiapi.graph.ops.equal``), so they can be
 dictionary keys in autodiff and scheduling.
+
+A Var made under an eager ``GradientTape`` also has a value once it was computed (``_value``,
+``hiapi.graph.eager_tape``): ``float(loss)``, ``logits.numpy()`` and ``np.asarray(logits)``
+read it (computing it first if need be), and outside a trace its operators compute with it,
+as TensorFlow's eager tensors do. A Var that stands for data not yet given (a placeholder, a
+``keras.Input``) has none, and reading one says so.
 """
 import numpy as np
 
+from hiapi.graph import tracing
 from hiapi.graph.op_namespace import ops
+
+
+def _concrete(*values):
+    """Whether an operator on ``values`` computes now: some is a Var with a value, none is a
+    Var without one, and no trace is being built (where a value is still a graph node)."""
+    found = False
+    for value in values:
+        if isinstance(value, Var):
+            if value._value is None:
+                return False
+            found = True
+    return found and not tracing.in_trace()
+
+
+def _operator(name, compute, reflected=False):
+    def method(self, other):
+        if _concrete(self, other):
+            a, b = self._value, other._value if isinstance(other, Var) else other
+            return compute(b, a) if reflected else compute(a, b)
+        return getattr(ops, name)(other, self) if reflected else getattr(ops, name)(self, other)
+    return method
+
+
+def is_symbolic(value):
+    """Whether ``value`` is a graph value here: a Var, unless it holds a value and no trace is
+    being built (a loss read after an eager tape is data)."""
+    return isinstance(value, Var) and (value._value is None or tracing.in_trace())
+
+
+def concrete(value):
+    """``value``, or its array if it is a Var that is data here (``is_symbolic``)."""
+    return value._value if isinstance(value, Var) and not is_symbolic(value) else value
+
+
+def _value_of(var):
+    if var._value is None:
+        from hiapi.graph import eager_tape
+        eager_tape.evaluate([var])
+    return var._value
 
 
 class Var:
     __slots__ = ("op", "inputs", "shape", "dtype", "name", "recompute", "_keras_history",
-                 "_keras_logits", "_keras_mask", "__weakref__")
+                 "_keras_logits", "_keras_mask", "_value", "__weakref__")
 
     def __init__(self, op, inputs, shape, dtype, name=None):
         self.op = op
@@ -29,6 +75,7 @@ class Var:
         self._keras_history = None   # (layer, call inputs) when produced by a layer call
         self._keras_logits = None    # pre-activation Var when this is softmax/sigmoid output
         self._keras_mask = None      # boolean Var (batch, steps): which time steps are real data
+        self._value = None           # its array, once computed eagerly (hiapi.graph.eager_tape)
         for watcher in _watchers:     # a GradientTape's stop_recording block
             watcher.append(self)
 
@@ -40,7 +87,26 @@ class Var:
         shape = "(" + ", ".join("None" if d is None else str(d) for d in self.shape) + \
             ("," if len(self.shape) == 1 else "") + ")"
         label = f" name={self.name!r}" if self.name else ""
+        if self._value is not None:       # a value, as TensorFlow's eager tensors print
+            return f"<Var shape={shape} dtype={self.dtype.name}{label} numpy={self._value!r}>"
         return f"<Var {self.op.name} shape={shape} dtype={self.dtype.name}{label}>"
+
+    # the value, for a Var computed eagerly (under an eager GradientTape): computed on demand
+    def numpy(self):
+        return np.array(_value_of(self), copy=True)
+
+    def __array__(self, dtype=None, copy=None):
+        value = _value_of(self)
+        return value if dtype is None else value.astype(dtype)
+
+    def __float__(self): return float(_value_of(self))
+    def __int__(self): return int(_value_of(self))
+    def item(self): return _value_of(self).item()
+    def tolist(self): return _value_of(self).tolist()
+
+    def __format__(self, spec):
+        return format(_value_of(self).item() if self.ndim == 0 else _value_of(self), spec) \
+            if spec or self._value is not None else repr(self)
 
     def __bool__(self):
         raise TypeError("A symbolic Var has no truth value: it holds no data until the graph "
@@ -50,25 +116,30 @@ class Var:
     # object array of Vars (found by the layer fuzzer in Normalization(invert=True))
     __array_ufunc__ = None
 
-    # numpy-style operators; imported lazily to keep var.py free of op definitions
-    def __add__(self, other): return ops.add(self, other)
-    def __radd__(self, other): return ops.add(other, self)
-    def __sub__(self, other): return ops.subtract(self, other)
-    def __rsub__(self, other): return ops.subtract(other, self)
-    def __mul__(self, other): return ops.multiply(self, other)
-    def __rmul__(self, other): return ops.multiply(other, self)
-    def __truediv__(self, other): return ops.divide(self, other)
-    def __rtruediv__(self, other): return ops.divide(other, self)
-    def __pow__(self, other): return ops.power(self, other)
-    def __rpow__(self, other): return ops.power(other, self)
-    def __matmul__(self, other): return ops.matmul(self, other)
-    def __rmatmul__(self, other): return ops.matmul(other, self)
-    def __neg__(self): return ops.negative(self)
-    def __getitem__(self, key): return ops.getitem(self, key)
-    def __gt__(self, other): return ops.greater(self, other)
-    def __ge__(self, other): return ops.greater_equal(self, other)
-    def __lt__(self, other): return ops.less(self, other)
-    def __le__(self, other): return ops.less_equal(self, other)
+    # numpy-style operators; imported lazily to keep var.py free of op definitions. On Vars
+    # with values, outside a trace, they compute now (``loss_value * 2`` after a tape)
+    __add__ = _operator("add", lambda a, b: a + b)
+    __radd__ = _operator("add", lambda a, b: a + b, reflected=True)
+    __sub__ = _operator("subtract", lambda a, b: a - b)
+    __rsub__ = _operator("subtract", lambda a, b: a - b, reflected=True)
+    __mul__ = _operator("multiply", lambda a, b: a * b)
+    __rmul__ = _operator("multiply", lambda a, b: a * b, reflected=True)
+    __truediv__ = _operator("divide", lambda a, b: a / b)
+    __rtruediv__ = _operator("divide", lambda a, b: a / b, reflected=True)
+    __pow__ = _operator("power", lambda a, b: a ** b)
+    __rpow__ = _operator("power", lambda a, b: a ** b, reflected=True)
+    __matmul__ = _operator("matmul", lambda a, b: a @ b)
+    __rmatmul__ = _operator("matmul", lambda a, b: a @ b, reflected=True)
+    __gt__ = _operator("greater", lambda a, b: a > b)
+    __ge__ = _operator("greater_equal", lambda a, b: a >= b)
+    __lt__ = _operator("less", lambda a, b: a < b)
+    __le__ = _operator("less_equal", lambda a, b: a <= b)
+
+    def __neg__(self):
+        return -self._value if _concrete(self) else ops.negative(self)
+
+    def __getitem__(self, key):
+        return self._value[key] if _concrete(self) else ops.getitem(self, key)
     __hash__ = object.__hash__
 
     @property

@@ -17,6 +17,7 @@ import numpy as np
 from hiapi.backends import get_backend
 from hiapi.graph import tracing
 from hiapi.runtime import state_writes
+from hiapi.runtime.settings import floatx
 from hiapi.runtime.dtypes import is_float
 from hiapi.graph.ops.elementwise import cast
 from hiapi.graph.ops.sources import Read
@@ -38,6 +39,12 @@ def autocast(dtype):
 class Variable:
     def __init__(self, value, name=None, trainable=True, dtype=None, autocast=True):
         backend = get_backend()
+        if dtype is None and isinstance(value, (float, int, list, tuple)) and \
+                not isinstance(value, bool):
+            # a Python number or list takes Keras's dtypes: floatx (float32) and int32, not
+            # numpy's 64-bit ones (``keras.Variable(0.0)`` is float32)
+            array = np.asarray(value)
+            dtype = {"f": floatx(), "i": np.int32}.get(array.dtype.kind, array.dtype)
         array = np.asarray(value, dtype=dtype)
         self.storage = backend.asarray(np.array(array, copy=True))
         self.name = name or "variable"

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from hiapi.graph import placeholder
+from hiapi.graph.var import Var, concrete
 from hiapi.graph.variable import Variable
 from hiapi.models.traced_step import TracedStep, resolve
 
@@ -94,8 +95,9 @@ def _template(structure, arrays):
     if isinstance(structure, (list, tuple)):
         items = [_template(item, arrays) for item in structure]
         return items if isinstance(structure, list) else tuple(items)
+    structure = concrete(structure)       # a Var holding a value (from an eager tape)
     if isinstance(structure, (np.ndarray, np.generic)) or hasattr(structure, "__array__") and \
-            not isinstance(structure, Variable):
+            not isinstance(structure, (Variable, Var)):
         arrays.append(np.asarray(structure))
         return _Array(len(arrays) - 1)
     return structure

@@ -15,7 +15,7 @@ from hiapi.runtime.dtypes import as_dtype
 from hiapi.graph import ops as O
 from hiapi.graph import tracing
 from hiapi.graph.op import as_var
-from hiapi.graph.var import Var
+from hiapi.graph.var import Var, concrete, is_symbolic as symbolic_var
 from hiapi.graph.variable import Variable
 
 
@@ -27,9 +27,12 @@ def layer_call():
 
 def is_symbolic(*args):
     """True when any argument (lists and tuples searched) is a symbolic tensor, or a
-    Variable inside a layer's ``call``."""
+    Variable inside a layer's ``call``; and always in an eager tape's block, which records
+    every op (``hiapi.graph.eager_tape``)."""
+    if tracing.eager_tape_recording():
+        return True
     for a in args:
-        if isinstance(a, Var) or (tracing.in_layer_call() and isinstance(a, Variable)):
+        if symbolic_var(a) or (tracing.in_layer_call() and isinstance(a, Variable)):
             return True
         if isinstance(a, (list, tuple)) and is_symbolic(*a):
             return True
@@ -49,6 +52,7 @@ def convert_to_tensor(x, dtype=None, sparse=None):
     if sparse:
         raise ValueError("convert_to_tensor: sparse tensors are not supported by hiapi "
                          f"(got sparse={sparse!r})")
+    x = concrete(x)            # a Var computed eagerly is its array outside a trace
     if isinstance(x, Var):
         return x if dtype is None else O.cast(x, dtype)
     if tracing.in_layer_call() and isinstance(x, Variable):

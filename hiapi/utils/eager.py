@@ -9,13 +9,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from hiapi.graph import Function, Var, placeholder
+from hiapi.graph import Function, placeholder
+from hiapi.graph.var import is_symbolic as symbolic_var
 
 _CACHE_SIZE = 128
 
 
 def is_symbolic(*values):
-    return any(isinstance(v, Var) for v in values)
+    return any(symbolic_var(v) for v in values)
 
 
 def as_array(value):

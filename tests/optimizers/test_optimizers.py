@@ -216,3 +216,13 @@ def test_schedule_is_evaluated_at_iterations(problem):
     for a, b in zip(got, expected):
         np.testing.assert_allclose(a, b, rtol=1e-12)
     assert int(optimizer.iterations.numpy()) == STEPS
+
+
+def test_an_optimizer_built_for_some_variables_names_an_unknown_one():
+    # Keras's guide reuses one optimizer for a second model by mistake; Keras says so, by name
+    first, second = Variable(np.ones(2, np.float32)), Variable(np.ones(3, np.float32),
+                                                               name="other/kernel")
+    adam = optimizers.Adam(0.1)
+    adam.apply([np.ones(2, np.float32)], [first])
+    with pytest.raises(ValueError, match="unknown variable 'other/kernel'.*new optimizer"):
+        adam.apply([np.ones(3, np.float32)], [second])
