@@ -170,6 +170,9 @@ def evaluate(roots):
         _evaluate(roots)
 
 
+var_module.evaluate = evaluate      # what reading a Var's value runs (var.py cannot import us)
+
+
 def _evaluate(roots):
     cut = _cut(list(roots), keep=())
     key, feeds = _signature(cut, [])

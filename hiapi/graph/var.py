@@ -56,9 +56,14 @@ def concrete(value):
 
 def _value_of(var):
     if var._value is None:
-        from hiapi.graph import eager_tape
-        eager_tape.evaluate([var])
+        evaluate([var])
     return var._value
+
+
+def evaluate(values):
+    """Give Vars their values by running their graph: ``hiapi.graph.eager_tape.evaluate``,
+    set here by that module (it compiles Functions, which build on this one)."""
+    raise TypeError(f"{values[0]!r} is symbolic: it has no value outside a running graph")
 
 
 class Var:
