@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from hiapi.graph import variable as _graph_variable
 from hiapi.runtime import random_streams as _random
 from hiapi.utils.naming import snake_case
 
@@ -161,3 +162,8 @@ def serialize(initializer):
         return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
     raise TypeError(f"cannot save initializer {initializer!r}: use a name or a "
                     f"hiapi.initializers.Initializer")
+
+
+# ``hiapi.Variable(initializer="zeros", shape=...)`` (Keras 3's form) names initializers: the
+# graph's Variable, a floor below, finds them here
+_graph_variable.named_initializers = get

@@ -21,8 +21,16 @@ from hiapi.callbacks.callback import Callback
 
 
 def format_logs(logs):
-    return " - ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}"
-                      for k, v in logs.items())
+    return " - ".join(f"{k}: {format_value(v)}" for k, v in logs.items())
+
+
+def format_value(value):
+    """A logged number as Keras's progress bar writes it: four decimals, or four significant
+    digits in scientific notation when it is 0.001 or smaller in magnitude ("2.4393e-04",
+    which four decimals would show as "0.0002")."""
+    if not isinstance(value, float):
+        return f"{value}"
+    return f"{value:.4f}" if abs(value) > 1e-3 else f"{value:.4e}"
 
 
 def _suffix(logs):

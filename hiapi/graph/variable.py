@@ -36,16 +36,44 @@ def autocast(dtype):
         _autocast_dtypes.pop()
 
 
+named_initializers = None     # hiapi.initializers.get, set by that module (a higher floor)
+
+
+def _initial_value(initializer, shape, dtype, name):
+    """The array a Variable starts from (see ``Variable``)."""
+    if isinstance(initializer, str) or callable(initializer) and \
+            not isinstance(initializer, (np.ndarray, np.generic)):
+        if shape is None:
+            raise ValueError(f"Variable {name or 'variable'!r}: an initializer "
+                             f"({initializer!r}) needs shape=")
+        if isinstance(initializer, str):
+            initializer = named_initializers(initializer)
+        dtype = np.dtype(dtype or floatx())
+        return np.asarray(initializer(tuple(shape), dtype), dtype=dtype)
+    if initializer is None:
+        raise ValueError(f"Variable {name or 'variable'!r}: give an initial value or an "
+                         f"initializer and a shape")
+    if dtype is None and isinstance(initializer, (float, int, list, tuple)) and \
+            not isinstance(initializer, bool):
+        # a Python number or list takes Keras's dtypes: floatx (float32) and int32, not
+        # numpy's 64-bit ones (``keras.Variable(0.0)`` is float32)
+        kind = np.asarray(initializer).dtype.kind
+        dtype = {"f": floatx(), "i": np.int32}.get(kind)
+    return np.asarray(initializer, dtype=dtype)
+
+
 class Variable:
-    def __init__(self, value, name=None, trainable=True, dtype=None, autocast=True):
+    def __init__(self, initializer=None, shape=None, dtype=None, trainable=True, autocast=True,
+                 aggregation="none", synchronization="auto", name=None):
+        """Keras 3's ``keras.Variable``: ``initializer`` is the value (an array or a number)
+        or, with ``shape``, an initializer (a callable ``(shape, dtype)`` or a name such as
+        ``"zeros"``). ``aggregation`` and ``synchronization`` are accepted (hiapi's
+        distributed plans choose how each variable is reduced)."""
         backend = get_backend()
-        if dtype is None and isinstance(value, (float, int, list, tuple)) and \
-                not isinstance(value, bool):
-            # a Python number or list takes Keras's dtypes: floatx (float32) and int32, not
-            # numpy's 64-bit ones (``keras.Variable(0.0)`` is float32)
-            array = np.asarray(value)
-            dtype = {"f": floatx(), "i": np.int32}.get(array.dtype.kind, array.dtype)
-        array = np.asarray(value, dtype=dtype)
+        array = _initial_value(initializer, shape, dtype, name)
+        if shape is not None and tuple(array.shape) != tuple(shape):
+            raise ValueError(f"Variable {name or 'variable'!r}: the initial value has shape "
+                             f"{tuple(array.shape)}, shape={tuple(shape)} was given")
         self.storage = backend.asarray(np.array(array, copy=True))
         self.name = name or "variable"
         self.trainable = trainable

@@ -12,7 +12,7 @@ import pytest
 
 import hiapi
 from hiapi import layers
-from hiapi.callbacks.progbar import format_step_time
+from hiapi.callbacks.progbar import format_logs, format_step_time
 
 EPOCH_LINE = re.compile(r"^4/4 - \d+s \d+(us|ms|s)/step - loss: \d+\.\d{4} - "
                         r"accuracy: \d\.\d{4}$")
@@ -85,6 +85,12 @@ def test_verbose_2_and_0(capsys):
                                            (0.0314, "31ms/step"), (0.00085, "850us/step")])
 def test_step_time_units_follow_keras(seconds, text):
     assert format_step_time(seconds) == text
+
+
+def test_small_values_are_written_in_scientific_notation_as_keras_does():
+    logs = {"loss": 0.00024393, "accuracy": 1.0, "mae": -0.5, "lr": 0.001, "zero": 0.0}
+    assert format_logs(logs) == ("loss: 2.4393e-04 - accuracy: 1.0000 - mae: -0.5000 - "
+                                 "lr: 1.0000e-03 - zero: 0.0000e+00")
 
 
 def test_evaluate_and_predict_print_their_pass_as_keras_does_but_not_fit_validation(capsys):
