@@ -264,6 +264,8 @@ class Layer(LayerIO, LayerLosses, LayerSaving):
         float arrays in the layer's dtype (as ``_call_eager`` feeds them)."""
         if leaf is None or isinstance(leaf, Var):
             return leaf
+        if isinstance(leaf, Variable):
+            return tracing.current_value(leaf)     # differentiable, not a copy
         array = np.asarray(leaf)
         return session.input(leaf, self.dtype if array.dtype.kind == "f" else None)
 

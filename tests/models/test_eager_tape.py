@@ -112,6 +112,13 @@ def test_gradients_with_respect_to_watched_inputs_and_variables():
         z = ops.sum(ops.tanh(x) * 2.0)
     np.testing.assert_allclose(tape.gradient(z, x), 2 * (1 - np.tanh(x) ** 2), rtol=1e-5)
 
+    # a Variable given to a layer stays differentiable (an input being optimised)
+    image = hiapi.Variable(np.ones((1, 3), "float32"))
+    dense = layers.Dense(2, kernel_initializer="ones")
+    with hiapi.GradientTape() as tape:
+        out = dense(image)
+    np.testing.assert_array_equal(tape.gradient(out, image), [[2.0, 2.0, 2.0]])
+
     # second order: an inner tape inside an outer eager one is traced with it
     w = hiapi.Variable(np.float32(2.0))
     with hiapi.GradientTape() as outer:
