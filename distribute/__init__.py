@@ -3,6 +3,7 @@ from hiapi.distribute import compression
 from hiapi.distribute.communicator import (Communicator, LocalCommunicator, MPICommunicator,
                                            world)
 from hiapi.distribute.easgd import EASGDStrategy
+from hiapi.distribute.gradient_tape import DistributedGradientTape, broadcast_variables
 from hiapi.distribute.local_sgd import LocalSGDStrategy
 from hiapi.distribute.parameter_server import ParameterServerStrategy
 from hiapi.distribute.pipeline import PipelineStrategy

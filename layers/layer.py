@@ -146,6 +146,13 @@ class Layer(LayerIO, LayerLosses, LayerSaving):
         return _unique(self._state + [v for layer in self._sublayers
                                       for v in layer.state_variables])
 
+    @property
+    def variables(self) -> list[Variable]:
+        """Keras 3's ``layer.variables``: every variable of the layer's state, its weights and
+        then the rest (random-number seeds' states), what a worker broadcasts to start from
+        another's state."""
+        return _unique(self.weights + self.state_variables)
+
     def add_update(self, variable: Variable, value: Var) -> None:
         """Assign ``value`` to ``variable`` after each step of the graph being traced (used in
         training for batch-norm statistics and random-number counters)."""

@@ -40,3 +40,22 @@ def test_tensor_parallel_splits_a_subclassed_model_and_pipelines_say_they_cannot
     failed = run_mpi(2, "subclassed_parallel.py", tmp_path, "pipeline", check=False)
     assert failed.returncode != 0
     assert "model 'mlp' is a subclassed MLP (its call() is Python)" in failed.stderr
+
+
+@pytest.mark.parametrize("style", ["eager", "function"])
+def test_a_loop_from_scratch_with_horovods_tape_equals_one_process(tmp_path, style):
+    # Horovod's DistributedGradientTape and broadcast_variables: two ranks on half a batch
+    # each train as one process on the whole (rank 1 starts from other weights, rank 0's are
+    # broadcast), eagerly and inside @hiapi.function
+    run_mpi(2, "loop_from_scratch.py", tmp_path, style, "mpi")
+    subprocess.run([sys.executable, str(WORKERS / "loop_from_scratch.py"), str(tmp_path), style,
+                    "reference"], check=True, timeout=180)
+    reference = np.load(tmp_path / f"{style}_reference_0.npz")
+    losses = json.load(open(tmp_path / f"{style}_reference_0.json"))
+    assert losses[-1] < losses[0]
+    for rank in range(2):
+        weights = np.load(tmp_path / f"{style}_mpi_{rank}.npz")
+        for name in reference.files:
+            np.testing.assert_allclose(weights[name], reference[name], rtol=1e-4, atol=1e-5)
+    halves = [json.load(open(tmp_path / f"{style}_mpi_{rank}.json")) for rank in range(2)]
+    np.testing.assert_allclose(np.mean(halves, axis=0), losses, rtol=1e-4)
