@@ -114,6 +114,11 @@ class Var:
             if spec or self._value is not None else repr(self)
 
     def __bool__(self):
+        # a value, or in an eager tape's block one it can compute: Python's ``if`` on a
+        # tensor there takes the branch the data says, as in TensorFlow's eager loops (the
+        # block's graph then holds that branch)
+        if self._value is not None or tracing.eager_tape_recording():
+            return bool(_value_of(self))
         raise TypeError("A symbolic Var has no truth value: it holds no data until the graph "
                         "is run. Use hiapi.graph.ops.where() for data-dependent choices.")
 

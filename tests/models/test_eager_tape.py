@@ -206,3 +206,19 @@ def test_symbolic_tensors_without_data_say_so():
     inputs = hiapi.Input(shape=(3,))
     with pytest.raises(TypeError, match="holds no data"):
         float(ops.sum(layers.Dense(2)(inputs)))
+
+
+def test_python_control_flow_on_a_tensor_takes_the_branch_its_value_says():
+    x = hiapi.Variable(np.float32(-2.0))
+
+    def taped():
+        with hiapi.GradientTape() as tape:
+            y = x * x * x if x > 0 else -x * 4.0     # TensorFlow's eager guide's pattern
+        return tape.gradient(y, x)
+
+    assert float(taped()) == -4.0
+    x.assign(np.float32(2.0))
+    assert float(taped()) == pytest.approx(12.0)
+    with pytest.raises(TypeError, match="no truth value"):
+        bool(hiapi.Input(shape=(2,)))
+
