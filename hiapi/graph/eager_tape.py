@@ -34,6 +34,7 @@ weights. ``tape.gradient`` gives values to everything user code usually reads.
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import OrderedDict
 
@@ -60,13 +61,14 @@ class EagerSession:
         self.inputs: dict[int, tuple[object, Var]] = {}   # id(array) -> (array, placeholder)
         self.made = weakref.WeakSet()     # every Var traced in the block
         self.kept: list[Var] = []         # those user code can hold (see the module)
-        self.collector = None
+        self.collector = None             # the layers' updates and losses (a StateCollector)
         self.before: dict | None = None   # {id: (Variable, value)} once the updates ran
-        self._scope = None
 
     def start(self):
-        self._scope = tracing.collect_state()
-        self.collector = self._scope.__enter__()
+        """Record from now on (again, after ``stop``: the same collector goes on)."""
+        if self.collector is None:
+            self.collector = tracing.StateCollector()
+        tracing._collectors.append(self.collector)
         var_module._watchers.append(self)
         tracing._array_inputs.append(self.input)
         _recording.append(self)
@@ -76,7 +78,7 @@ class EagerSession:
             _recording.pop()
             tracing._array_inputs.pop()
             var_module._watchers.remove(self)
-            self._scope.__exit__(None, None, None)
+            tracing._collectors.remove(self.collector)
 
     def append(self, var):
         """Told of each Var made while recording (``var._watchers``); not of those the
@@ -114,7 +116,8 @@ class EagerSession:
         from hiapi.graph.autodiff import grad
         first = self.before is None
         updates = list(self.collector.updates) if first else []
-        kept = [v for v in dict.fromkeys(self.kept) if v._value is None and v is not total]
+        kept = _computable([v for v in dict.fromkeys(self.kept)
+                            if v._value is None and v is not total])
         roots = _cut([total] + kept + list(points) + [value for _, value in updates],
                      keep=self.made)
         total, kept = roots[0], roots[1:1 + len(kept)]
@@ -158,6 +161,25 @@ class EagerSession:
         self.made = weakref.WeakSet()
 
 
+def outside(method):
+    """``method`` (``fit``, ``evaluate``, ``predict``...) runs as outside any eager tape's
+    block when called inside one: its own steps and host computations are not the block's
+    (in TensorFlow, calling them under a tape records nothing the tape needs)."""
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        if not _recording:
+            return method(*args, **kwargs)
+        sessions = list(_recording)
+        for session in reversed(sessions):
+            session.stop()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            for session in sessions:
+                session.start()
+    return run
+
+
 def recording() -> EagerSession | None:
     """The eager tape's session recording now, if any."""
     return _recording[-1] if _recording else None
@@ -190,6 +212,16 @@ def _evaluate(roots):
     results = entry[0](*[f._value for f in feeds])
     for var, value in zip(roots, results):
         var._value = get_backend().to_numpy(value)
+
+
+def _computable(values):
+    """Those of ``values`` whose graph holds no placeholder without data: a Var the block
+    made by tracing for another purpose (a layer's output shape, say) is not the block's."""
+    missing = {}
+    for var in topological_order(values):
+        missing[var] = (isinstance(var.op, Placeholder) and var._value is None) or \
+            any(missing[i] for i in var.inputs)
+    return [v for v in values if not missing[v]]
 
 
 def _clone(roots):

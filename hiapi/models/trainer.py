@@ -18,6 +18,7 @@ from hiapi.hints import (ArrayLike, InputData, LossLike, MetricLike, OptimizerLi
 from hiapi import metrics as metrics_module
 from hiapi import optimizers as optimizers_module
 from hiapi.backends import get_backend
+from hiapi.graph import eager_tape
 from hiapi import random as _random
 from hiapi.runtime import state_writes, thread_tuner, threads
 from hiapi.callbacks import Callback, CallbackList, History, ProgbarLogger
@@ -225,6 +226,7 @@ class Trainer(StepMethods, CompileSaving):
         return function
 
     # ---- fit ---------------------------------------------------------------------------------
+    @eager_tape.outside
     def fit(self, x: InputData = None, y: InputData = None, batch_size: int | None = None,
             epochs: int = 1, verbose: Verbose = "auto", callbacks: Sequence[Callback] | None = None,
             validation_split: float = 0.0, validation_data: tuple[Any, ...] | InputData = None,
@@ -352,6 +354,7 @@ class Trainer(StepMethods, CompileSaving):
         return done
 
     # ---- evaluate / predict ------------------------------------------------------------------
+    @eager_tape.outside
     def evaluate(self, x: InputData = None, y: InputData = None, batch_size: int | None = None,
                  verbose: Verbose = "auto", sample_weight: ArrayLike | None = None,
                  steps: int | None = None, callbacks: Sequence[Callback] | None = None,
@@ -391,6 +394,7 @@ class Trainer(StepMethods, CompileSaving):
         hooks.on_test_end(logs)
         return logs
 
+    @eager_tape.outside
     def predict(self, x: InputData, batch_size: int | None = None, verbose: Verbose = "auto",
                 steps: int | None = None,
                 callbacks: Sequence[Callback] | None = None) -> Predictions:
@@ -426,6 +430,7 @@ class Trainer(StepMethods, CompileSaving):
             _single(arrays)
 
     # ---- single batches ----------------------------------------------------------------------
+    @eager_tape.outside
     def train_on_batch(self, x: InputData, y: InputData = None,
                        sample_weight: ArrayLike | None = None,
                        class_weight: Mapping[int, float] | None = None,
@@ -442,6 +447,7 @@ class Trainer(StepMethods, CompileSaving):
         logs = compiled.logs()
         return logs if return_dict else _as_result(logs)
 
+    @eager_tape.outside
     def test_on_batch(self, x: InputData, y: InputData = None,
                       sample_weight: ArrayLike | None = None,
                       return_dict: bool = False) -> float | list[float] | dict[str, float]:
@@ -452,6 +458,7 @@ class Trainer(StepMethods, CompileSaving):
         logs = self._run_test(source, CallbackList([], self, {}))
         return logs if return_dict else _as_result(logs)
 
+    @eager_tape.outside
     def predict_on_batch(self, x: InputData) -> Predictions:
         xs, _, _ = self._prepare(x)
         state_writes.note_edits()

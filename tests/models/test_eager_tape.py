@@ -222,3 +222,19 @@ def test_python_control_flow_on_a_tensor_takes_the_branch_its_value_says():
     with pytest.raises(TypeError, match="no truth value"):
         bool(hiapi.Input(shape=(2,)))
 
+
+
+def test_fit_evaluate_predict_and_summary_inside_the_block_are_not_recorded():
+    model = _mlp()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    x, y = _batches()[0]
+    loss_fn = hiapi.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with hiapi.GradientTape() as tape:
+        predicted = model.predict(x, verbose=0)
+        evaluated = model.evaluate(x, y, verbose=0)
+        model.summary(print_fn=lambda *_: None)
+        loss_value = loss_fn(y, model(x))
+    grads = tape.gradient(loss_value, model.trainable_weights)
+    assert isinstance(predicted, np.ndarray) and isinstance(evaluated, float)
+    assert float(loss_value) == pytest.approx(float(loss_fn(y, predicted)), rel=1e-5)
+    assert len(grads) == 4
