@@ -25,7 +25,8 @@ as in a traced step. Nothing runs until a value is needed::
 Every call traces the Python again, but the compiled function is cached by the graph's
 structure (``_signature``: ops, shapes, dtypes, which Variables, constants' values), so a loop
 compiles once per batch shape, as ``hiapi.function`` traces once per signature. The trace
-is what the eager loop pays over ``@hiapi.function``: 0.5-2 ms a step for small models.
+is what the eager loop pays over ``@hiapi.function``: about 2 ms a step for a small MLP
+(784-64-64-10, batch 32: 3.0 ms against 1.0 on numba, on a 2-core VM).
 
 What a tape holds is computed from the Variables as they are when it runs: a value of a
 tape's block read only after ``optimizer.apply`` changed the weights, and not one the
@@ -116,15 +117,20 @@ class EagerSession:
         from hiapi.graph.autodiff import grad
         first = self.before is None
         updates = list(self.collector.updates) if first else []
-        kept = _computable([v for v in dict.fromkeys(self.kept)
-                            if v._value is None and v is not total])
-        roots = _cut([total] + kept + list(points) + [value for _, value in updates],
-                     keep=self.made)
+        kept = [v for v in dict.fromkeys(self.kept) if v._value is None and v is not total]
+        values = [value for _, value in updates]
+        # one walk of the graph serves the three questions below, where nothing is dropped
+        # or cut (the usual step: a walk was 0.15 ms of the MLP's 3.4 ms eager step)
+        order = topological_order([total] + kept + list(points) + values)
+        computable = _computable(kept, order)
+        if len(computable) < len(kept):
+            kept, order = computable, None
+        roots, order = _cut([total] + kept + list(points) + values, self.made, order)
         total, kept = roots[0], roots[1:1 + len(kept)]
         points = roots[1 + len(kept):1 + len(kept) + len(points)]
         updates = [(variable, value) for (variable, _), value in
                    zip(updates, roots[1 + len(kept) + len(points):])]
-        key, feeds = _signature(roots, updates, stop)
+        key, feeds = _signature(roots, updates, stop, order)
         entry = _compiled.get(key)
         if entry is None:
             # compiled on a copy, so the Vars user code holds can let their graph go
@@ -196,8 +202,8 @@ var_module.evaluate = evaluate      # what reading a Var's value runs (var.py ca
 
 
 def _evaluate(roots):
-    cut = _cut(list(roots), keep=())
-    key, feeds = _signature(cut, [])
+    cut, order = _cut(list(roots), (), None)
+    key, feeds = _signature(cut, [], (), order)
     for feed in feeds:
         if feed._value is None:
             raise TypeError(f"{roots[0]!r} is symbolic: it depends on an input that holds no "
@@ -214,11 +220,12 @@ def _evaluate(roots):
         var._value = get_backend().to_numpy(value)
 
 
-def _computable(values):
-    """Those of ``values`` whose graph holds no placeholder without data: a Var the block
-    made by tracing for another purpose (a layer's output shape, say) is not the block's."""
+def _computable(values, order):
+    """Those of ``values`` whose graph (within ``order``, a topological order holding it)
+    has no placeholder without data: a Var the block made by tracing for another purpose (a
+    layer's output shape, say) is not the block's."""
     missing = {}
-    for var in topological_order(values):
+    for var in order:
         missing[var] = (isinstance(var.op, Placeholder) and var._value is None) or \
             any(missing[i] for i in var.inputs)
     return [v for v in values if not missing[v]]
@@ -269,24 +276,33 @@ def _remember(key, entry):
         _compiled.popitem(last=False)
 
 
-def _cut(roots, keep):
+def _cut(roots, keep, order):
     """The graph of ``roots`` with each Var that has a value, other than a placeholder or
     one of ``keep``, replaced by a placeholder holding it: a value computed earlier (an
-    earlier step's loss, or read already) enters as data, not as the graph that made it."""
+    earlier step's loss, or read already) enters as data, not as the graph that made it.
+    Returns the roots and their topological order (``order``, if given, is theirs now)."""
+    def cut_here(var):
+        return var._value is not None and not isinstance(var.op, Placeholder) and \
+            var not in keep
+
     def transform(var, inputs):
-        if var._value is not None and not isinstance(var.op, Placeholder) and var not in keep:
+        if cut_here(var):
             holder = placeholder(var.shape, var.dtype)
             holder._value = var._value
             return holder
         return with_inputs(var, inputs)
-    return rewrite(roots, transform)
+    order = order or topological_order(roots)
+    if not any(map(cut_here, order)):
+        return roots, order
+    roots = rewrite(roots, transform)
+    return roots, topological_order(roots)
 
 
-def _signature(roots, updates, stop=()):
+def _signature(roots, updates, stop, order):
     """A key equal for two graphs that compute alike (the same ops on inputs of the same
     shapes, the same Variables, constants of the same value), and the placeholders in the
-    order the key numbers them: what a cached function is fed."""
-    order = topological_order(list(roots) + [value for _, value in updates])
+    order the key numbers them: what a cached function is fed. ``order``: the topological
+    order of ``roots``, the updates' values among them."""
     index, parts, feeds = {}, [], []
     for position, var in enumerate(order):
         index[var] = position
