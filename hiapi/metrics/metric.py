@@ -28,7 +28,9 @@ import functools
 
 import numpy as np
 
-from hiapi.graph import step_recording
+from hiapi import tree
+from hiapi.graph import eager_tape, step_recording
+from hiapi.graph.var import Var
 from hiapi.hints import DTypeLike
 from hiapi.utils.eager import EagerCache, is_symbolic
 from hiapi.utils.naming import snake_case
@@ -125,6 +127,11 @@ def _deferred(method, fn):
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         record = step_recording.active()
+        if record is None and eager_tape.recording() is not None:
+            # in an eager tape's block: host state, updated now with the values (computed
+            # for the purpose) of the block's tensors, as TensorFlow's eager metrics are
+            values = tree.map_structure(_value_now, (args, kwargs))
+            return eager_tape.outside(fn)(self, *values[0], **values[1])
         if record is None or (method == "update_state" and
                               not is_symbolic(*args, *kwargs.values())):
             return fn(self, *args, **kwargs)
@@ -137,6 +144,10 @@ def _deferred(method, fn):
         return None
     wrapper.defers_in_steps = True
     return wrapper
+
+
+def _value_now(leaf):
+    return np.asarray(leaf) if isinstance(leaf, Var) else leaf
 
 
 def runs_in_steps(fn):

@@ -238,3 +238,36 @@ def test_fit_evaluate_predict_and_summary_inside_the_block_are_not_recorded():
     assert isinstance(predicted, np.ndarray) and isinstance(evaluated, float)
     assert float(loss_value) == pytest.approx(float(loss_fn(y, predicted)), rel=1e-5)
     assert len(grads) == 4
+
+
+def test_metrics_updated_inside_the_block_take_the_values_of_its_tensors():
+    class TruePositives(hiapi.metrics.Metric):       # a user's metric, written with ops
+        def __init__(self, name="tp", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.tp = self.add_variable(shape=(), initializer="zeros", name="tp")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            hits = ops.equal(ops.cast(y_true, "int32"),
+                             ops.cast(ops.argmax(y_pred, axis=1), "int32"))
+            self.tp.assign_add(ops.sum(ops.cast(hits, "float32")))
+
+        def result(self):
+            return self.tp
+
+    model = _mlp()
+    x, y = _batches()[0]
+    loss_fn = hiapi.losses.SparseCategoricalCrossentropy(from_logits=True)
+    accuracy, mean, positives = (hiapi.metrics.SparseCategoricalAccuracy(),
+                                 hiapi.metrics.Mean(), TruePositives())
+    with hiapi.GradientTape() as tape:
+        logits = model(x, training=True)
+        loss_value = loss_fn(y, logits)
+        accuracy.update_state(y, logits)
+        mean.update_state(loss_value, sample_weight=None)
+        positives.update_state(y, logits)
+        inside = float(accuracy.result())
+    tape.gradient(loss_value, model.trainable_weights)
+    expected = np.argmax(model.predict(x, verbose=0), axis=1) == y
+    assert inside == pytest.approx(expected.mean())
+    assert float(positives.result()) == expected.sum()
+    assert float(mean.result()) == pytest.approx(float(loss_value), rel=1e-6)
