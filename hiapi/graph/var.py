@@ -109,9 +109,19 @@ class Var:
     def item(self): return _value_of(self).item()
     def tolist(self): return _value_of(self).tolist()
 
+    def __str__(self):
+        # ``print(loss)`` in an eager tape's block shows the value, as TensorFlow's does
+        if self._value is None and tracing.eager_tape_recording():
+            try:
+                _value_of(self)
+            except TypeError:          # depends on a placeholder without data
+                pass
+        return repr(self)
+
     def __format__(self, spec):
-        return format(_value_of(self).item() if self.ndim == 0 else _value_of(self), spec) \
-            if spec or self._value is not None else repr(self)
+        if not spec:
+            return str(self)
+        return format(_value_of(self).item() if self.ndim == 0 else _value_of(self), spec)
 
     def __bool__(self):
         # a value, or in an eager tape's block one it can compute: Python's ``if`` on a

@@ -73,6 +73,9 @@ def test_tensors_of_the_block_hold_their_values_after_the_gradient():
     np.testing.assert_allclose(logits.numpy(), expected_logits, rtol=1e-5, atol=1e-6)
     assert float(loss_value) == pytest.approx(float(loss_fn(y, expected_logits)), rel=1e-5)
     assert float(double) == pytest.approx(2 * float(loss_value))
+    with hiapi.GradientTape() as tape:         # print() in the block shows the value
+        shown = str(loss_fn(y, model(x)))
+    assert "numpy=array(" in shown
     # outside a trace, a Var with a value is data: numpy, operators and hiapi.ops compute now
     assert isinstance(loss_value + 1.0, (np.ndarray, np.generic))
     assert f"{loss_value:.3f}" == f"{float(loss_value):.3f}"
