@@ -106,39 +106,41 @@ class EagerSession:
         self.inputs[id(array)] = (array, holder)    # the array kept: its id stays its own
         return holder
 
-    def gradient(self, total, points, stop):
+    def gradient(self, totals, points, stop):
+        """Values of ``d total / d points`` for each of ``totals`` (a list per total, None
+        where unconnected), computed with the block's forward pass in one compiled run;
+        gives values to the totals and the kept Vars, and applies the layers' updates on the
+        first run."""
         with _Quiet():
-            return self._gradient(total, points, stop)
+            return self._gradient(list(totals), list(points), stop)
 
-    def _gradient(self, total, points, stop):
-        """Values of ``d total / d points`` (None where unconnected), computed with the
-        block's forward pass in one compiled run; gives values to ``total`` and the kept
-        Vars, and applies the layers' updates on the first run."""
+    def _gradient(self, totals, points, stop):
         from hiapi.graph.autodiff import grad
         first = self.before is None
         updates = list(self.collector.updates) if first else []
-        kept = [v for v in dict.fromkeys(self.kept) if v._value is None and v is not total]
+        kept = [v for v in dict.fromkeys(self.kept) if v._value is None and v not in totals]
         values = [value for _, value in updates]
         # one walk of the graph serves the three questions below, where nothing is dropped
         # or cut (the usual step: a walk was 0.15 ms of the MLP's 3.4 ms eager step)
-        order = topological_order([total] + kept + list(points) + values)
+        order = topological_order(totals + kept + points + values)
         computable = _computable(kept, order)
         if len(computable) < len(kept):
             kept, order = computable, None
-        roots, order = _cut([total] + kept + list(points) + values, self.made, order)
-        total, kept = roots[0], roots[1:1 + len(kept)]
-        points = roots[1 + len(kept):1 + len(kept) + len(points)]
-        updates = [(variable, value) for (variable, _), value in
-                   zip(updates, roots[1 + len(kept) + len(points):])]
+        roots, order = _cut(totals + kept + points + values, self.made, order)
+        parts = iter(roots)
+        totals, kept, points = ([next(parts) for _ in group] for group in (totals, kept, points))
+        updates = [(variable, next(parts)) for variable, _ in updates]
         key, feeds = _signature(roots, updates, stop, order)
         entry = _compiled.get(key)
         if entry is None:
             # compiled on a copy, so the Vars user code holds can let their graph go
             copy = _clone(roots)
-            grads = grad(copy[total], [copy[p] for p in points],
-                         stop={copy[v] for v in stop if v in copy})
-            connected = [g is not None for g in grads]
-            outputs = [g for g in grads if g is not None] + [copy[v] for v in [total] + kept]
+            stopped = {copy[v] for v in stop if v in copy}
+            grads = [grad(copy[total], [copy[p] for p in points], stop=stopped)
+                     for total in totals]
+            connected = [[g is not None for g in row] for row in grads]
+            outputs = [g for row in grads for g in row if g is not None] + \
+                [copy[v] for v in totals + kept]
             entry = (_function([copy[f] for f in feeds], outputs,
                                [(variable, copy[value]) for variable, value in updates]),
                      connected)
@@ -153,12 +155,12 @@ class EagerSession:
             with _state_as_before(self.before):
                 results = function(*[f._value for f in feeds])
         to_numpy = get_backend().to_numpy
-        count = sum(connected)
-        for var, value in zip([total] + kept, results[count:]):
+        count = sum(map(sum, connected))
+        for var, value in zip(totals + kept, results[count:]):
             if var._value is None:          # a value read earlier stays what was read
                 var._value = to_numpy(value)
         values = iter(to_numpy(value) for value in results[:count])
-        return [next(values) if c else None for c in connected]
+        return [[next(values) if c else None for c in row] for row in connected]
 
     def release(self):
         """Done: the kept Vars become values without history, and what the block held goes."""

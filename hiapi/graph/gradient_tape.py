@@ -94,42 +94,103 @@ class GradientTape:
         target that is not a scalar (a per-sample loss), or a list of targets, stands for the
         sum of its elements; ``output_gradients`` gives the vector to multiply the Jacobian by
         instead."""
+        self._begin("gradient", unconnected_gradients)
+        total = _target(target, output_gradients, eager=self._session is not None)
+        grads = self._gradients([total], sources, unconnected_gradients)[0]
+        return _rebuild(sources, iter(grads))
+
+    def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none",
+                 parallel_iterations: Any = None, experimental_use_pfor: bool = True) -> Any:
+        """tf.GradientTape.jacobian: for each source, the derivative of every element of
+        ``target`` with respect to every element of the source, shaped ``target.shape +
+        source.shape``, in the structure of ``sources``. Built from one gradient per element
+        of the target (its shape must be known), compiled together: meant for targets of up
+        to a few hundred elements (TensorFlow vectorises it instead)."""
+        self._begin("jacobian", unconnected_gradients)
+        target = _one_target(target, "jacobian", eager=self._session is not None)
+        if any(d is None for d in target.shape):
+            raise ValueError(f"GradientTape.jacobian: the target's shape {target.shape} must "
+                             f"be known (use batch_jacobian for a batch axis)")
+        size = int(np.prod(target.shape, dtype=np.int64))
+        flat = ops.reshape(target, (size,))
+        rows = self._gradients([ops.getitem(flat, i) for i in range(size)], sources,
+                               unconnected_gradients)
+        points = [self._as_source(leaf, "gradient") for leaf in _leaves(sources)]
+        jacobians = [self._stacked([row[k] for row in rows], 0, target.shape, point.shape,
+                                   unconnected_gradients)
+                     for k, point in enumerate(points)]
+        return _rebuild(sources, iter(jacobians))
+
+    def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: str = "none",
+                       parallel_iterations: Any = None,
+                       experimental_use_pfor: bool = True) -> Any:
+        """tf.GradientTape.batch_jacobian: for ``target`` of shape ``(batch, *y)`` and
+        ``source`` of shape ``(batch, *x)`` whose samples do not mix, each sample's Jacobian,
+        shaped ``(batch, *y, *x)``. One gradient per element of a sample's target."""
+        self._begin("batch_jacobian", unconnected_gradients)
+        target = _one_target(target, "batch_jacobian", eager=self._session is not None)
+        point = self._as_source(source, "batch_jacobian")
+        if target.ndim < 1 or point.ndim < 1 or any(d is None for d in target.shape[1:]):
+            raise ValueError(f"GradientTape.batch_jacobian: target and source need a batch "
+                             f"axis first and the target's other axes known; got shapes "
+                             f"{target.shape} and {point.shape}")
+        size = int(np.prod(target.shape[1:], dtype=np.int64))
+        per_sample = ops.reshape(target, (-1, size))
+        totals = [ops.sum(ops.slice_axis(per_sample, 1, j, j + 1)) for j in range(size)]
+        rows = self._gradients(totals, source, unconnected_gradients)
+        return self._stacked([row[0] for row in rows], 1, target.shape[1:], point.shape,
+                             unconnected_gradients, batch=True)
+
+    def _begin(self, what, unconnected_gradients):
         if self._used and not self.persistent:
-            raise RuntimeError("GradientTape.gradient can only be called once on a "
-                               "non-persistent tape; create it with persistent=True to take "
-                               "several gradients")
+            raise RuntimeError(f"GradientTape.{what} can only be called once on a "
+                               f"non-persistent tape; create it with persistent=True to take "
+                               f"several gradients")
         if unconnected_gradients not in ("none", "zero"):
-            raise ValueError(f"GradientTape.gradient: unconnected_gradients must be 'none' or "
+            raise ValueError(f"GradientTape.{what}: unconnected_gradients must be 'none' or "
                              f"'zero', got {unconnected_gradients!r}")
         self._used = True
-        total = _target(target, output_gradients, eager=self._session is not None)
-        leaves = _leaves(sources)
-        points = [self._as_source(leaf, "gradient") for leaf in leaves]
+
+    def _gradients(self, totals, sources, unconnected_gradients):
+        """The gradients of each of ``totals`` with respect to the leaves of ``sources``: a
+        list per total (graph values, or arrays on an eager tape, which runs them together)."""
+        points = [self._as_source(leaf, "gradient") for leaf in _leaves(sources)]
         if self._session is None:
-            grads = grad(total, points, stop=self._stopped)
+            rows = [grad(total, points, stop=self._stopped) for total in totals]
         else:
-            grads = self._session.gradient(total, points, self._stopped)
+            rows = self._session.gradient(totals, points, self._stopped)
             if not self.persistent:
                 self._session.release()     # its one gradient is taken
-                release([total])
+                release(totals)
         if not self.watch_accessed_variables:     # only what was watched has a gradient
             watched = {id(self._as_source(leaf, "watch")) for leaf in self._watched}
-            grads = [g if id(p) in watched else None for g, p in zip(grads, points)]
+            rows = [[g if id(p) in watched else None for g, p in zip(row, points)]
+                    for row in rows]
         if unconnected_gradients == "zero":
-            grads = [_zeros(p, eager=self._session is not None) if g is None else g
-                     for g, p in zip(grads, points)]
-        return _rebuild(sources, iter(grads))
+            rows = [[_zeros(p, eager=self._session is not None) if g is None else g
+                     for g, p in zip(row, points)] for row in rows]
+        return rows
+
+    def _stacked(self, grads, axis, target_shape, source_shape, unconnected_gradients,
+                 batch=False):
+        """One Jacobian from the gradients of the target's elements, stacked on ``axis`` and
+        shaped ``target_shape + source_shape`` (after the batch axis, for ``batch``); None
+        when no element depends on the source."""
+        if all(g is None for g in grads):
+            return None
+        eager = self._session is not None
+        like = next(g for g in grads if g is not None)
+        grads = [_zeros(like, eager) if g is None else g for g in grads]
+        stacked = np.stack(grads, axis) if eager else ops.stack(grads, axis)
+        shape = tuple(target_shape) + tuple(source_shape[1:] if batch else source_shape)
+        shape = ((-1,) + shape) if batch else shape
+        return stacked.reshape(shape) if eager else ops.reshape(stacked, shape)
 
     def _as_source(self, leaf, what):
         if self._session is not None and not isinstance(leaf, (Var, Variable)) and \
                 isinstance(leaf, (np.ndarray, np.generic)):
             return self._session.input(leaf)     # an array the block took (or will take)
         return _as_source(leaf, what)
-
-    def jacobian(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("GradientTape.jacobian is not supported; take gradient() of "
-                                  "each output element, or use output_gradients for a "
-                                  "vector-Jacobian product")
 
 
 def _zeros(point, eager):
@@ -138,8 +199,17 @@ def _zeros(point, eager):
     return ops.broadcast_like(ops.constant(0.0, point.dtype), point)
 
 
-def _target(target, output_gradients, eager=False):
-    targets = _leaves(target)
+def _one_target(target, what, eager):
+    """The one tensor a Jacobian is taken of (a Variable's value as it is)."""
+    leaves = _leaves(target)
+    if len(leaves) != 1:
+        raise TypeError(f"GradientTape.{what}: the target must be one tensor, got "
+                        f"{len(leaves)}")
+    _check_targets(leaves, eager)
+    return leaves[0].read if isinstance(leaves[0], Variable) else leaves[0]
+
+
+def _check_targets(targets, eager):
     for t in targets:
         if not isinstance(t, (Var, Variable)):
             where = "in the tape's block, from the model's outputs or the watched inputs" \
@@ -148,6 +218,11 @@ def _target(target, output_gradients, eager=False):
             raise TypeError(f"GradientTape.gradient: the target must be a tensor computed "
                             f"{where}, got {type(t).__name__}: a value computed from numpy "
                             f"arrays, or outside the block, has no recorded history")
+
+
+def _target(target, output_gradients, eager=False):
+    targets = _leaves(target)
+    _check_targets(targets, eager)
     targets = [t.read if isinstance(t, Variable) else t for t in targets]
     if output_gradients is not None:
         weights = [ops.cast(as_var(w), t.dtype)

@@ -152,3 +152,31 @@ def test_stop_gradient_on_a_variable_and_custom_gradient_in_a_step():
     # d/dw of sum(x*w) through the clipped identity: sum(x * clip(1)) = 0.1 * sum(x); the
     # stop_gradient term adds nothing
     assert float(step(np.array([1.0, 2.0], "float32"))) == pytest.approx(0.3, rel=1e-5)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_jacobian_and_batch_jacobian_as_tensorflow_shapes_them(compiled):
+    x = np.arange(8, dtype="float32").reshape(4, 2)
+    w = hiapi.graph.Variable(np.linspace(-1, 1, 6, dtype="float32").reshape(2, 3), name="w")
+    dense = hiapi.layers.Dense(2, activation="tanh")
+    inputs = np.linspace(-1, 1, 15, dtype="float32").reshape(5, 3)
+
+    def jacobians(x, inputs):
+        with hiapi.GradientTape(persistent=True) as tape:
+            tape.watch(inputs)
+            y = ops.matmul(x, w)
+            out = dense(inputs)
+        return (tape.jacobian(y, w), tape.jacobian(y, [w, hiapi.graph.Variable(
+            np.float32(1.0))]), tape.batch_jacobian(out, inputs))
+
+    run = hiapi.function(jacobians) if compiled else jacobians
+    of_w, (again, unconnected), per_sample = run(x, inputs)
+    expected = np.einsum("ik,jl->ijkl", x, np.eye(3, dtype="float32"))   # d y_ij / d w_kl
+    np.testing.assert_allclose(of_w, expected)
+    np.testing.assert_allclose(again, expected)
+    assert unconnected is None
+    kernel, bias = (v.numpy() for v in dense.weights)
+    slope = 1 - np.tanh(inputs @ kernel + bias) ** 2                    # (5, 2)
+    np.testing.assert_allclose(per_sample, slope[:, :, None] * kernel.T[None], rtol=1e-5,
+                               atol=1e-6)
+    assert np.asarray(per_sample).shape == (5, 2, 3)
