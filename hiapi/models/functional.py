@@ -126,8 +126,16 @@ class Model(Trainer, Layer):
     def save_weights(self, filepath: str | os.PathLike[str]) -> None:
         saving_functions.get("save_weights")(self, filepath)
 
-    def load_weights(self, filepath: str | os.PathLike[str]) -> None:
-        saving_functions.get("load_weights")(self, filepath)
+    def load_weights(self, filepath: str | os.PathLike[str], skip_mismatch: bool = False,
+                     **kwargs: Any) -> None:
+        """Keras 3's ``load_weights``: hiapi's files, Keras 3's ``.weights.h5`` and
+        ``.keras``, and Keras 2's ``.h5`` (``by_name=True`` matches its layers by name)."""
+        unknown = set(kwargs) - {"by_name"}
+        if unknown:
+            raise TypeError(f"load_weights() got unexpected keyword arguments "
+                            f"{sorted(unknown)}")
+        saving_functions.get("load_weights")(self, filepath, skip_mismatch=skip_mismatch,
+                                             by_name=kwargs.get("by_name"))
 
     def _autocast_inputs(self, inputs):
         """A functional or Sequential model passes its inputs on as they are, as Keras's

@@ -63,6 +63,11 @@ def load_model(filepath: str | os.PathLike[str], custom_objects: Mapping[str, An
     are read too."""
     if keras_file.is_keras_archive(filepath):
         return keras_file.load_keras_model(filepath, custom_objects, compile)
+    if keras_file.is_hdf5(filepath):
+        raise ValueError(f"load_model: {filepath} is an HDF5 file (Keras 2's whole-model "
+                         f"'.h5' format, or weights): hiapi reads its weights but not Keras "
+                         f"2's architecture; build the model in code and call "
+                         f"model.load_weights({str(filepath)!r})")
     manifest, arrays = read_archive(filepath, MODEL_FORMAT)
     model = deserialize_layer(manifest["model"], custom_objects)
     _assign_model(model, arrays, filepath)
@@ -125,12 +130,18 @@ def save_weights(model: Model, filepath: str | os.PathLike[str]) -> None:
                   arrays)
 
 
-def load_weights(model: Model, filepath: str | os.PathLike[str]) -> None:
+def load_weights(model: Model, filepath: str | os.PathLike[str], skip_mismatch: bool = False,
+                 by_name: bool | None = None) -> None:
     """Load weights saved by ``save_weights`` (or ``save``) into a model of the same shape;
     a mismatch names the first layer that differs and both shapes. Keras 3 ``.weights.h5``
-    files are read too."""
+    and ``.keras`` files are read too, and Keras 2 ``.h5`` files (by order, or
+    ``by_name=True``; ``skip_mismatch=True`` leaves a layer that does not fit as it is)."""
     if keras_file.is_hdf5(filepath) or keras_file.is_keras_archive(filepath):
-        return keras_file.load_keras_weights(model, filepath)
+        return keras_file.load_keras_weights(model, filepath, by_name, skip_mismatch)
+    if by_name is not None or skip_mismatch:
+        raise ValueError(f"load_weights: by_name and skip_mismatch are read for Keras 2's "
+                         f"'.h5' files; {filepath} is hiapi's own file, matched layer by "
+                         f"layer")
     try:
         manifest, arrays = read_archive(filepath, WEIGHTS_FORMAT)
         saved = manifest["layers"]

@@ -15,7 +15,8 @@ import zipfile
 from hiapi import optimizers
 from hiapi.runtime.atomic import atomic_write
 from hiapi.models import model_config
-from hiapi.saving.keras_archive import assets, attribute_walk, compile_config, h5_weights
+from hiapi.saving.keras_archive import (assets, attribute_walk, compile_config, h5_weights,
+                                         legacy_h5)
 from hiapi.saving.keras_archive.keras_arguments import KERAS_VERSION
 from hiapi.serialization.object_registration import custom_object_scope
 from hiapi.saving.serialization_lib import (deserialize_keras_object, find_class,
@@ -176,12 +177,20 @@ def save_keras_weights(model, filepath):
     atomic_write(filepath, lambda handle: handle.write(weights))
 
 
-def load_keras_weights(model, filepath):
-    """Weights from a ``.weights.h5`` file, or from the weights of a ``.keras`` archive."""
+def load_keras_weights(model, filepath, by_name=None, skip_mismatch=False):
+    """Weights from a ``.weights.h5`` file, from the weights of a ``.keras`` archive, or
+    from a Keras 2 HDF5 file (``legacy_h5``: by order, or ``by_name``)."""
     h5py = h5_weights.require_h5py()
     source = filepath
     if is_keras_archive(filepath):
         with zipfile.ZipFile(filepath) as archive:
             source = io.BytesIO(archive.read(WEIGHTS))
     with h5py.File(source, "r") as file:
+        if legacy_h5.is_legacy(file):
+            return legacy_h5.load(file, model, filepath, by_name=bool(by_name),
+                                  skip_mismatch=skip_mismatch)
+        if by_name is not None or skip_mismatch:
+            raise ValueError(f"load_weights: by_name and skip_mismatch are read for Keras 2's "
+                             f"'.h5' files; {filepath} is in Keras 3's layout, matched by the "
+                             f"layers' paths")
         attribute_walk.read(file, model, filepath)

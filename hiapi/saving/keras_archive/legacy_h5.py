@@ -1,0 +1,112 @@
+"""Weights from Keras 2's HDF5 files, as Keras 3's ``model.load_weights`` reads them.
+
+Years of Keras checkpoints are ``model.save("m.h5")`` and ``save_weights("w.h5")`` files of
+Keras 2 (Keras 3 still writes them with ``save("m.h5")``). Their layout: a group (the file
+itself, or its ``model_weights`` group in a whole-model file) whose ``layer_names`` attribute
+lists one group per layer, in the model's order; each layer group's ``weight_names``
+attribute lists its arrays, trainable weights first, then the others (batch norm's moving
+statistics). Long lists are split into ``layer_names0``, ``layer_names1``, ... attributes.
+
+Keras matches them to the model in one of two ways, and so does this:
+- by order (the default): the model's layers that have weights, in ``model.layers`` order,
+  against the file's layers that have some; the counts must agree;
+- by name (``by_name=True``): each file layer goes to the model's layers of that name; the
+  others are left as they are.
+
+A layer whose weight count or shapes differ is an error naming both sides, or with
+``skip_mismatch=True`` a warning and the layer left as it is. Only the weights are read: the
+architecture in a whole-model file is Keras 2's config format, which ``load_model`` does not
+read (build the model in code and call ``load_weights``).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+
+def is_legacy(file) -> bool:
+    """Whether an open HDF5 file has Keras 2's layout (rather than Keras 3's
+    ``.weights.h5``, whose layers sit under ``layers/``)."""
+    return bool(_attribute(_weights_group(file), "layer_names"))
+
+
+def load(file, model, filepath, by_name=False, skip_mismatch=False) -> None:
+    group = _weights_group(file)
+    saved = [(name, _values(group[name])) for name in _attribute(group, "layer_names")]
+    if "top_level_model_weights" in group and _values(group["top_level_model_weights"]):
+        raise ValueError(f"load_weights: {filepath} holds weights of the model itself (not of "
+                         f"a layer), which hiapi's models do not have")
+    if by_name:
+        _load_by_name(saved, model, filepath, skip_mismatch)
+    else:
+        _load_in_order(saved, model, filepath, skip_mismatch)
+
+
+def _load_in_order(saved, model, filepath, skip_mismatch):
+    saved = [(name, values) for name, values in saved if values]
+    layers = [layer for layer in model.layers if _legacy_weights(layer)]
+    if len(saved) != len(layers):
+        raise ValueError(
+            f"load_weights: {filepath} holds weights for {len(saved)} layers "
+            f"({', '.join(name for name, _ in saved)}), model {model.name!r} has "
+            f"{len(layers)} layers with weights "
+            f"({', '.join(layer.name for layer in layers)}); load with by_name=True to match "
+            f"layers by name instead of by order")
+    for index, ((name, values), layer) in enumerate(zip(saved, layers)):
+        _assign(layer, values, f"layer #{index} ({layer.name!r} in the model, {name!r} in "
+                               f"{filepath})", skip_mismatch)
+
+
+def _load_by_name(saved, model, filepath, skip_mismatch):
+    by_name = {}
+    for layer in model.layers:
+        by_name.setdefault(layer.name, []).append(layer)
+    for name, values in saved:
+        for layer in by_name.get(name, []):
+            _assign(layer, values, f"layer {name!r} of {filepath}", skip_mismatch)
+
+
+def _assign(layer, values, where, skip_mismatch):
+    variables = _legacy_weights(layer)
+    if len(values) != len(variables):
+        message = (f"load_weights: {where} holds {len(values)} weights, the layer has "
+                   f"{len(variables)}")
+        if not skip_mismatch:
+            raise ValueError(message)
+        warnings.warn(message + "; skipped (skip_mismatch=True)", stacklevel=4)
+        return
+    for variable, value in zip(variables, values):
+        if tuple(value.shape) != tuple(variable.shape):
+            message = (f"load_weights: {where}: weight {variable.name!r} has shape "
+                       f"{tuple(variable.shape)}, the file holds shape {tuple(value.shape)}")
+            if not skip_mismatch:
+                raise ValueError(message)
+            warnings.warn(message + "; skipped (skip_mismatch=True)", stacklevel=4)
+            continue
+        variable.assign(value.astype(variable.dtype, copy=False))
+
+
+def _legacy_weights(layer):
+    """A layer's weights in the order Keras 2 wrote them: trainable first."""
+    return layer.trainable_weights + layer.non_trainable_weights
+
+
+def _weights_group(file):
+    return file["model_weights"] if "model_weights" in file else file
+
+
+def _values(group):
+    return [np.asarray(group[name]) for name in _attribute(group, "weight_names")]
+
+
+def _attribute(group, name):
+    """A list attribute, whole or in the numbered chunks Keras splits long ones into."""
+    if name in group.attrs:
+        items = list(group.attrs[name])
+    else:
+        items, chunk = [], 0
+        while f"{name}{chunk}" in group.attrs:
+            items += list(group.attrs[f"{name}{chunk}"])
+            chunk += 1
+    return [item.decode("utf8") if hasattr(item, "decode") else str(item) for item in items]
