@@ -96,8 +96,8 @@ class GradientTape:
         instead."""
         self._begin("gradient", unconnected_gradients)
         total = _target(target, output_gradients, eager=self._session is not None)
-        grads = self._gradients([total], sources, unconnected_gradients)[0]
-        return _rebuild(sources, iter(grads))
+        rows, _ = self._gradients([total], sources, unconnected_gradients)
+        return _rebuild(sources, iter(rows[0]))
 
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none",
                  parallel_iterations: Any = None, experimental_use_pfor: bool = True) -> Any:
@@ -113,11 +113,9 @@ class GradientTape:
                              f"be known (use batch_jacobian for a batch axis)")
         size = int(np.prod(target.shape, dtype=np.int64))
         flat = ops.reshape(target, (size,))
-        rows = self._gradients([ops.getitem(flat, i) for i in range(size)], sources,
-                               unconnected_gradients)
-        points = [self._as_source(leaf, "gradient") for leaf in _leaves(sources)]
-        jacobians = [self._stacked([row[k] for row in rows], 0, target.shape, point.shape,
-                                   unconnected_gradients)
+        rows, points = self._gradients([ops.getitem(flat, i) for i in range(size)], sources,
+                                       unconnected_gradients)
+        jacobians = [self._stacked([row[k] for row in rows], 0, target.shape, point.shape)
                      for k, point in enumerate(points)]
         return _rebuild(sources, iter(jacobians))
 
@@ -137,9 +135,9 @@ class GradientTape:
         size = int(np.prod(target.shape[1:], dtype=np.int64))
         per_sample = ops.reshape(target, (-1, size))
         totals = [ops.sum(ops.slice_axis(per_sample, 1, j, j + 1)) for j in range(size)]
-        rows = self._gradients(totals, source, unconnected_gradients)
+        rows, _ = self._gradients(totals, source, unconnected_gradients)
         return self._stacked([row[0] for row in rows], 1, target.shape[1:], point.shape,
-                             unconnected_gradients, batch=True)
+                             batch=True)
 
     def _begin(self, what, unconnected_gradients):
         if self._used and not self.persistent:
@@ -153,7 +151,8 @@ class GradientTape:
 
     def _gradients(self, totals, sources, unconnected_gradients):
         """The gradients of each of ``totals`` with respect to the leaves of ``sources``: a
-        list per total (graph values, or arrays on an eager tape, which runs them together)."""
+        list per total (graph values, or arrays on an eager tape, which runs them together),
+        and the leaves' graph values."""
         points = [self._as_source(leaf, "gradient") for leaf in _leaves(sources)]
         if self._session is None:
             rows = [grad(total, points, stop=self._stopped) for total in totals]
@@ -169,10 +168,9 @@ class GradientTape:
         if unconnected_gradients == "zero":
             rows = [[_zeros(p, eager=self._session is not None) if g is None else g
                      for g, p in zip(row, points)] for row in rows]
-        return rows
+        return rows, points
 
-    def _stacked(self, grads, axis, target_shape, source_shape, unconnected_gradients,
-                 batch=False):
+    def _stacked(self, grads, axis, target_shape, source_shape, batch=False):
         """One Jacobian from the gradients of the target's elements, stacked on ``axis`` and
         shaped ``target_shape + source_shape`` (after the batch axis, for ``batch``); None
         when no element depends on the source."""
