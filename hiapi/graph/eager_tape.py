@@ -19,8 +19,11 @@ as in a traced step. Nothing runs until a value is needed::
   can hold: every tensor made outside a layer's ``call`` and every outermost layer call's
   outputs (``loss_value``, ``logits``). A persistent tape's later gradients run with the
   updated state put back as it was before the first, so dropout draws the same mask.
-- Reading a value earlier (``float(loss_value)`` inside the block) runs what it needs
-  (``evaluate``), without the updates.
+- Reading a value earlier (``float(loss_value)``, ``print``, an ``if`` on a tensor inside
+  the block) runs what it needs (``evaluate``), without the updates.
+- ``fit``/``evaluate``/``predict`` and metric updates called in the block run outside it
+  (``outside``): their steps and host numbers are not the block's, and a metric takes the
+  values of the block's tensors.
 
 Every call traces the Python again, but the compiled function is cached by the graph's
 structure (``_signature``: ops, shapes, dtypes, which Variables, constants' values), so a loop
