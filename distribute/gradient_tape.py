@@ -123,7 +123,7 @@ def broadcast_variables(variables: Any, root_rank: int = 0, communicator: Any = 
     if communicator.size == 1:
         return
     for variable in tree.flatten(variables):
-        value = np.ascontiguousarray(variable.numpy())
+        value = np.array(variable.numpy(), order="C")       # 0-d stays 0-d
         communicator.bcast(value, root_rank)
         if tracing.in_trace():
             variable.storage = value        # now, not as an update of the step being traced

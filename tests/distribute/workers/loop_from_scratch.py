@@ -20,7 +20,9 @@ def main(out, style, mode):
     hiapi.utils.set_random_seed(11 + rank)          # rank 1: other weights, until broadcast
     model = hiapi.Sequential([hiapi.Input(shape=(784,)), layers.Dense(32, activation="relu"),
                               layers.Dense(10)])
-    hiapi.distribute.broadcast_variables(model.variables, root_rank=0)
+    scalar = hiapi.Variable(np.float32(rank))            # a 0-d variable keeps its shape
+    hiapi.distribute.broadcast_variables(model.variables + [scalar], root_rank=0)
+    assert scalar.shape == () and float(scalar.numpy()) == 0.0
     optimizer = hiapi.optimizers.SGD(0.1, momentum=0.9)
     loss_fn = hiapi.losses.SparseCategoricalCrossentropy(from_logits=True)
     (x, y), _ = hiapi.datasets.mnist.load_data()
