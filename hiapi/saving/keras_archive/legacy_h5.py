@@ -70,21 +70,23 @@ def _load_by_name(saved, model, filepath, skip_mismatch):
 def _assign(layer, values, where, skip_mismatch):
     variables = _legacy_weights(layer)
     if len(values) != len(variables):
-        message = (f"load_weights: {where} holds {len(values)} weights, the layer has "
-                   f"{len(variables)}")
-        if not skip_mismatch:
-            raise ValueError(message)
-        warnings.warn(message + "; skipped (skip_mismatch=True)", stacklevel=4)
+        _mismatch(f"{where} holds {len(values)} weights, the layer has {len(variables)}",
+                  skip_mismatch)
         return
     for variable, value in zip(variables, values):
-        if tuple(value.shape) != tuple(variable.shape):
-            message = (f"load_weights: {where}: weight {variable.name!r} has shape "
-                       f"{tuple(variable.shape)}, the file holds shape {tuple(value.shape)}")
-            if not skip_mismatch:
-                raise ValueError(message)
-            warnings.warn(message + "; skipped (skip_mismatch=True)", stacklevel=4)
-            continue
-        variable.assign(value.astype(variable.dtype, copy=False))
+        if tuple(value.shape) == tuple(variable.shape):
+            variable.assign(value.astype(variable.dtype, copy=False))
+        else:
+            _mismatch(f"{where}: weight {variable.name!r} has shape {tuple(variable.shape)}, "
+                      f"the file holds shape {tuple(value.shape)}", skip_mismatch)
+
+
+def _mismatch(what, skip_mismatch):
+    """A weight or layer that does not fit: an error, or with ``skip_mismatch`` a warning
+    (and the weights left as they are)."""
+    if not skip_mismatch:
+        raise ValueError(f"load_weights: {what}")
+    warnings.warn(f"load_weights: {what}; skipped (skip_mismatch=True)", stacklevel=5)
 
 
 def _legacy_weights(layer):
