@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections import OrderedDict
+from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
@@ -172,7 +173,10 @@ class EagerSession:
         self.made = weakref.WeakSet()
 
 
-def outside(method):
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def outside(method: Method) -> Method:
     """``method`` (``fit``, ``evaluate``, ``predict``...) runs as outside any eager tape's
     block when called inside one: its own steps and host computations are not the block's
     (in TensorFlow, calling them under a tape records nothing the tape needs)."""
@@ -188,7 +192,7 @@ def outside(method):
         finally:
             for session in sessions:
                 session.start()
-    return run
+    return cast(Method, run)       # the signature stays fit's own (type hints, mypy)
 
 
 def recording() -> EagerSession | None:
