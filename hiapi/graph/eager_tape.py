@@ -67,7 +67,7 @@ class EagerSession:
         self.made = weakref.WeakSet()     # every Var traced in the block
         self.kept: list[Var] = []         # those user code can hold (see the module)
         self.collector = None             # the layers' updates and losses (a StateCollector)
-        self.before: dict | None = None   # {id: (Variable, value)} once the updates ran
+        self.before: list | None = None   # [(Variable, value)] once the updates ran
 
     def start(self):
         """Record from now on (again, after ``stop``: the same collector goes on)."""
@@ -153,7 +153,7 @@ class EagerSession:
             _compiled.move_to_end(key)
         function, connected = entry
         if first:
-            self.before = {id(v): (v, v.numpy()) for v, _ in self.collector.updates}
+            self.before = [(v, v.numpy()) for v, _ in self.collector.updates]
             results = function(*[f._value for f in feeds])
         else:
             with _state_as_before(self.before):
@@ -335,8 +335,8 @@ class _state_as_before:
         self.before = before
 
     def __enter__(self):
-        self.now = [(variable, variable.storage) for variable, _ in self.before.values()]
-        for variable, value in self.before.values():
+        self.now = [(variable, variable.storage) for variable, _ in self.before]
+        for variable, value in self.before:
             variable.storage = value          # set now, even inside an outer tape's block
 
     def __exit__(self, *exc):

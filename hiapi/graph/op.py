@@ -80,10 +80,11 @@ def as_var(value, dtype=None):
         # a Variable: its value in the graph (after an assignment earlier in the step being
         # traced, the assigned value), not a frozen copy
         return tracing.current_value(value)
-    if isinstance(value, np.ndarray) and value.ndim and dtype is None:
-        fed = tracing.array_input(value)
+    if isinstance(value, np.ndarray) and value.ndim:
+        fed = tracing.array_input(value)        # an eager tape's block: fed, not a constant
         if fed is not None:
-            return fed
+            return fed if dtype is None or fed.dtype == np.dtype(dtype) else \
+                ops.cast(fed, dtype)
     return ops.constant(value, dtype)
 
 

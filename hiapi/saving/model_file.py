@@ -16,7 +16,7 @@ import numpy as np
 
 from hiapi import optimizers as optimizers_module
 from hiapi.saving import keras_archive
-from hiapi.saving.keras_archive import keras_file
+from hiapi.saving.keras_archive import keras_file, legacy_h5
 from hiapi.saving.archive import read_archive, write_archive
 from hiapi.saving.keras_format import warn_if_keras_name
 from hiapi.serialization.objects import deserialize_object, serialize_object
@@ -138,10 +138,8 @@ def load_weights(model: Model, filepath: str | os.PathLike[str], skip_mismatch: 
     ``by_name=True``; ``skip_mismatch=True`` leaves a layer that does not fit as it is)."""
     if keras_file.is_hdf5(filepath) or keras_file.is_keras_archive(filepath):
         return keras_file.load_keras_weights(model, filepath, by_name, skip_mismatch)
-    if by_name is not None or skip_mismatch:
-        raise ValueError(f"load_weights: by_name and skip_mismatch are read for Keras 2's "
-                         f"'.h5' files; {filepath} is hiapi's own file, matched layer by "
-                         f"layer")
+    legacy_h5.refuse_options(filepath, "hiapi's own file, matched layer by layer", by_name,
+                             skip_mismatch)
     try:
         manifest, arrays = read_archive(filepath, WEIGHTS_FORMAT)
         saved = manifest["layers"]

@@ -189,8 +189,6 @@ def load_keras_weights(model, filepath, by_name=None, skip_mismatch=False):
         if legacy_h5.is_legacy(file):
             return legacy_h5.load(file, model, filepath, by_name=bool(by_name),
                                   skip_mismatch=skip_mismatch)
-        if by_name is not None or skip_mismatch:
-            raise ValueError(f"load_weights: by_name and skip_mismatch are read for Keras 2's "
-                             f"'.h5' files; {filepath} is in Keras 3's layout, matched by the "
-                             f"layers' paths")
+        legacy_h5.refuse_options(filepath, "in Keras 3's layout, matched by the layers' "
+                                 "paths", by_name, skip_mismatch)
         attribute_walk.read(file, model, filepath)

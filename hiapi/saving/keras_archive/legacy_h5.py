@@ -34,13 +34,22 @@ def is_legacy(file) -> bool:
 def load(file, model, filepath, by_name=False, skip_mismatch=False) -> None:
     group = _weights_group(file)
     saved = [(name, _values(group[name])) for name in _attribute(group, "layer_names")]
-    if "top_level_model_weights" in group and _values(group["top_level_model_weights"]):
+    if "top_level_model_weights" in group and \
+            _attribute(group["top_level_model_weights"], "weight_names"):
         raise ValueError(f"load_weights: {filepath} holds weights of the model itself (not of "
                          f"a layer), which hiapi's models do not have")
     if by_name:
         _load_by_name(saved, model, filepath, skip_mismatch)
     else:
         _load_in_order(saved, model, filepath, skip_mismatch)
+
+
+def refuse_options(filepath, layout, by_name, skip_mismatch):
+    """``by_name`` and ``skip_mismatch`` are for Keras 2's files: given for a file of another
+    ``layout`` (matched layer by layer, or by the layers' paths), an error."""
+    if by_name is not None or skip_mismatch:
+        raise ValueError(f"load_weights: by_name and skip_mismatch are read for Keras 2's "
+                         f"'.h5' files; {filepath} is {layout}")
 
 
 def _load_in_order(saved, model, filepath, skip_mismatch):
