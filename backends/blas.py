@@ -25,7 +25,7 @@ NAMES = (("scipy_", "64_", ctypes.c_int64), ("", "64_", ctypes.c_int64),
 _functions = None          # {dtype: ctypes function}, found on first use
 
 
-def _blas_paths():
+def blas_paths():
     try:
         from threadpoolctl import threadpool_info
     except ImportError:               # a dependency of hiapi, but a stripped install may lack it
@@ -60,7 +60,7 @@ def _functions_found():
     global _functions
     if _functions is None:
         _functions = {}
-        for path in _blas_paths():
+        for path in blas_paths():
             found = _bind(path)
             if found and _works(found):
                 _functions = found
@@ -89,8 +89,13 @@ def available(dtype=np.float32):
 def layout(x):
     """(transpose flag, leading dimension) of a 2-D array as BLAS reads it row-major, or None
     when neither its rows nor its columns are contiguous (or its strides run backwards)."""
-    item, (rows, cols), (down, across) = x.itemsize, x.shape, x.strides
-    if x.size == 0:
+    return layout_of(x.shape, x.strides, x.itemsize)
+
+
+def layout_of(shape, strides, item):
+    """``layout`` of an array of this shape, strides and item size (none need exist)."""
+    (rows, cols), (down, across) = shape, strides
+    if rows * cols == 0:
         return NO_TRANS, max(cols, 1)
     if across == item or cols == 1:
         if rows == 1:

@@ -1,5 +1,6 @@
 """Work split into pieces on the thread budget, each piece with single-threaded BLAS: the
-convolution forward's chunks, and the fixed bands of every GEMM (``backends/gemm_bands.py``).
+convolution forward's chunks, and the fixed bands of the GEMMs that BLAS's batched call cannot
+take (``backends/gemm_bands.py``, ``backends/blas_batch.py``).
 
 The im2col convolution works a few images at a time (``numpy_backend/im2col.py``). Handing
 each chunk's GEMM to a 2-thread BLAS splits a small product (a few hundred microseconds) in

@@ -51,32 +51,39 @@ dimensions, integers, layouts BLAS cannot read as they are, and a BLAS that no c
 Where every product needs them (OpenBLAS's Haswell kernels on an AMD EPYC Zen 1: see
 ``backends/thread_invariance.py``), the bands cost about what OpenBLAS's own two threads do
 (``256x784 @ 784x1024`` in four bands on two threads 6.2-6.3 ms, whole 6.1-6.6), once the
-workers' BLAS buffers are warm (``backends/chunk_workers.py``: before that, 9-10 ms). In a
-``predict`` they cost more: 5-9 % of a batch-256 batch over whole (paired in one process),
-0.25 ms a product of handing the bands to a pool thread and deciding again what to do, and
-the bands' own packing of the other operand, fresh from memory there. So what was decided for
-a layout is kept (``_routes``). Handing the bands to helpers that spin between jobs instead
-(numba ``nogil`` loops calling ``cblas_sgemm``, as the dense chain's do) saved 3 % of that
-``predict`` on a quiet machine and doubled the step under load (docs/performance.md, the
-eighth round): not kept.
+workers' BLAS buffers are warm (``backends/chunk_workers.py``: before that, 9-10 ms). On the
+chunk workers they cost more in a step: 0.25 ms a product of handing the bands to a pool
+thread (a futex wake-up), setting BLAS to one thread and back, and Python's futures, 5-9 % of
+a batch-256 ``predict``; and a product too narrow for two 256-wide bands ran on one thread,
+which made batch 32's step 1.3x its time with the count fixed. So a BLAS ``gemm`` (given
+``piece``) runs its bands in one call of OpenBLAS's batched GEMM instead
+(``backends/blas_batch.py``): each band is still one serial BLAS call, with the same bits,
+but on BLAS's own threads and their hand-over, and then a side of 64 to 511 rows or columns
+is worth cutting in two (``NARROW_BAND``). The chunk workers keep the bands BLAS cannot take
+that way (integers, leading dimensions, layouts it cannot read). What was decided for a
+layout is kept (``_routes``), with its prepared batched call. Handing the bands to helpers
+that spin between jobs instead (numba ``nogil`` loops calling ``cblas_sgemm``, as the dense
+chain's do) saved 3 % of that ``predict`` on a quiet machine and doubled the step under load
+(docs/performance.md, the eighth round): not kept.
 
 The cost against OpenBLAS's own threads is that each band packs the other operand again:
-bands are therefore wide (``MIN_BAND`` rows or columns), their number a power of two (equal
-work on 2 or 4 threads), and a product too small to share (``MIN_SPLIT_FLOPS``) runs whole on
-the calling thread. Products with leading (batch) dimensions are split along the first one
+bands are therefore wide (``MIN_BAND`` rows or columns, or the narrow side in two halves),
+their number a power of two (equal work on 2 or 4 threads), and a product too small to share
+(``MIN_SPLIT_FLOPS``) runs whole on the calling thread. Products with leading (batch) dimensions are split along the first one
 instead, each matrix whole.
 """
 from functools import lru_cache
 
 import numpy as np
 
-from hiapi.backends import blas, k_pieces, thread_invariance, threaded_blocks
+from hiapi.backends import blas, blas_batch, k_pieces, thread_invariance, threaded_blocks
 from hiapi.backends.chunk_workers import workers
 from hiapi.runtime import thread_tuner, threads
 
 MIN_BAND = 256              # rows or columns per band, at least (a multiple of 16: BLAS tiles)
+NARROW_BAND = 32            # ... except that a side of 64 to 511 is cut in two
 MAX_BANDS = 16
-MIN_SPLIT_FLOPS = 4 << 20   # below ~40 us of one core's work a dispatch costs more than it wins
+MIN_SPLIT_FLOPS = 2 << 20   # below ~20 us of one core's work a dispatch costs more than it wins
 _enabled = False            # set for good by the thread tuner: see the module docstring
 # ``_layout`` -> (kind, bounds): the route ``run`` decided for it (``_decide``)
 _routes = {}
@@ -111,8 +118,8 @@ def band_plan(m, n, k):
     axis = 0 if m > n else 1
     side = (m, n)[axis]
     # no band narrower than MIN_BAND, nor with less than MIN_SPLIT_FLOPS of work
-    count = _power_of_two_at_most(min(MAX_BANDS, side // MIN_BAND,
-                                      2 * m * n * k // MIN_SPLIT_FLOPS))
+    wide = max(side // MIN_BAND, 2 if side >= 2 * NARROW_BAND else 1)
+    count = _power_of_two_at_most(min(MAX_BANDS, wide, 2 * m * n * k // MIN_SPLIT_FLOPS))
     size = -(-side // count)
     size = -(-size // 16) * 16
     return axis, tuple((start, min(start + size, side)) for start in range(0, side, size))
@@ -159,7 +166,7 @@ def _blas_piece(out, a, b, beta):
     blas.gemm(out, a, b, 1.0, beta)
 
 
-def run(out, a, b, product, piece=None, beta=0.0):
+def run(out, a, b, product, piece=None, beta=0.0, alpha=1.0):
     """``product(out, a, b)`` (``out`` of ``a @ b``'s shape), the same bits on any number of
     threads once ``enable`` ran: whole on BLAS's own threads where that was checked to change
     no bit (``backends/thread_invariance.py``); else, given ``piece`` and a product large
@@ -169,8 +176,10 @@ def run(out, a, b, product, piece=None, beta=0.0):
     its bits (``backends/k_pieces.py``); else in the fixed bands, BLAS at one thread, on the
     threads fit runs with now.
     ``piece(out, a_part, b_part, beta)``: ``product`` over a piece of ``k`` with the given
-    ``beta`` (``beta`` is ``product``'s own: the ``gemm`` op's,
-    ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1)."""
+    ``beta`` (``beta`` and ``alpha`` are ``product``'s own: the ``gemm`` op's,
+    ``backends/numpy_backend/gemm_kernel.py``; a later piece adds with 1). Given ``piece``,
+    the bands are one call of BLAS's batched GEMM with ``alpha`` and ``beta``
+    (``backends/blas_batch.py``)."""
     if not _enabled:
         product(out, a, b)          # BLAS's own threads: the count is fixed
         return
@@ -185,7 +194,7 @@ def run(out, a, b, product, piece=None, beta=0.0):
         route = _decide(out, a, b, product, piece, beta)
         if final and _final(a, b):              # no worker held BLAS before or after
             _routes[key] = route
-    _follow(route, out, a, b, product, piece, beta)
+    _follow(route, out, a, b, product, piece, beta, alpha)
 
 
 def _layout(out, a, b, piece, beta):
@@ -203,29 +212,32 @@ def _final(a, b):
     return not np.may_share_memory(a, b) and not workers.holds_blas_single_threaded()
 
 
-def _follow(route, out, a, b, product, piece, beta):
+def _follow(route, out, a, b, product, piece, beta, alpha):
     """The product along its route: whole on BLAS's threads (``WHOLE``, or ``BLOCKS`` while
     BLAS has more than one thread: their bits), the threaded driver's blocks or a cut along
     ``k`` (``k_pieces.run``), or the fixed bands."""
-    kind, bounds = route
+    kind, bounds = route            # for BANDS, the prepared batched call or None
     if kind == WHOLE or (kind == BLOCKS and _blas_threads() > 1):
         product(out, a, b)
     elif kind == BANDS:
-        _bands(out, a, b, product)
+        if bounds is not None:
+            bounds(out, a, b, alpha, beta)      # a blas_batch.Batch: one batched BLAS call
+        else:
+            _bands(out, a, b, product)
     else:
         k_pieces.run(out, a, b, bounds, piece, beta)
 
 
 def _decide(out, a, b, product, piece, beta):
     """``run``'s checks in full: the route to follow, ``(WHOLE, None)``, ``(BLOCKS, bounds)``
-    or ``(CUT, bounds)`` along ``k``, or ``(BANDS, None)``."""
+    or ``(CUT, bounds)`` along ``k``, or ``(BANDS, batch)`` (``_in_bands``)."""
     if _whole_is_invariant(out, a, b, product):
         return WHOLE, None
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
     # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
     # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
     if piece is None or one_band:
-        return BANDS, None
+        return _in_bands(out, a, b, piece)
     blocks = _along_k(
         out, a, b, beta, product, threaded_blocks,
         lambda libraries: threaded_blocks.blocks(out, a, b, beta, product, piece, libraries))
@@ -236,7 +248,20 @@ def _decide(out, a, b, product, piece, beta):
         lambda libraries: k_pieces.cut(out, a, b, beta, piece, libraries))
     if bounds is not None:
         return CUT, bounds
-    return BANDS, None
+    return _in_bands(out, a, b, piece)
+
+
+def _in_bands(out, a, b, piece):
+    """The bands' route: ``(BANDS, batch)``, where ``batch`` runs them in one call of BLAS's
+    batched GEMM on BLAS's own threads, each band serial (``backends/blas_batch.py``: the
+    chunk workers' bits without their hand-over), or ``(BANDS, None)`` for the chunk workers
+    (no ``piece``: the product is not a BLAS ``gemm``; leading dimensions; operands BLAS
+    cannot read; bands too small). From the layout alone, never the thread count: the
+    batched call and a single one may take different kernels for a small band."""
+    batch = None
+    if piece is not None and out.ndim == 2:
+        batch = blas_batch.prepare(out, a, b, *band_plan(*out.shape, a.shape[1]))
+    return BANDS, batch
 
 
 def _bands(out, a, b, product):

@@ -18,7 +18,7 @@ def gemm(out, a, b, c, alpha, beta):
             np.copyto(out, c)
         def product(part, a_part, b_part, part_beta=beta):    # whole, a band or a k piece
             blas.gemm(part, a_part, b_part, alpha, part_beta)
-        gemm_bands.run(out, a, b, product, product, beta)
+        gemm_bands.run(out, a, b, product, product, beta, alpha)
         return
     product = np.empty(out.shape, np.result_type(a, b))
     gemm_bands.matmul(product, a, b)

@@ -7,11 +7,13 @@ import pytest
 import hiapi
 from hiapi import config
 from hiapi.runtime import thread_tuner, threads
-from hiapi.backends import chunk_workers, gemm_bands, k_pieces, thread_invariance, threaded_blocks
+from hiapi.backends import (blas_batch, chunk_workers, gemm_bands, k_pieces, thread_invariance,
+                            threaded_blocks)
 
 
 @pytest.mark.parametrize("m, n, k", [(128, 512, 784), (784, 512, 128), (256, 1024, 1024),
-                                     (1000, 37, 300), (64, 10, 512), (3000, 3000, 4)])
+                                     (1000, 37, 300), (64, 10, 512), (3000, 3000, 4),
+                                     (32, 128, 784), (32, 10, 128), (40, 60, 4096)])
 def test_bands_cover_the_longer_side_in_a_power_of_two_of_equal_pieces(m, n, k):
     axis, bounds = gemm_bands.band_plan(m, n, k)
     side = (m, n)[axis]
@@ -21,8 +23,12 @@ def test_bands_cover_the_longer_side_in_a_power_of_two_of_equal_pieces(m, n, k):
     sizes = [stop - start for start, stop in bounds]
     assert all(size % 16 == 0 for size in sizes[:-1]) and sizes[-1] <= sizes[0]
     assert len(bounds) & (len(bounds) - 1) == 0 and len(bounds) <= gemm_bands.MAX_BANDS
-    if 2 * m * n * k < 2 * gemm_bands.MIN_SPLIT_FLOPS or side < 2 * gemm_bands.MIN_BAND:
+    if 2 * m * n * k < 2 * gemm_bands.MIN_SPLIT_FLOPS or side < 2 * gemm_bands.NARROW_BAND:
         assert len(bounds) == 1                 # too small to share: whole, one thread
+    elif side < 2 * gemm_bands.MIN_BAND:
+        assert len(bounds) == 2                 # narrow: in two (batch 32's products)
+    else:
+        assert all(size >= gemm_bands.MIN_BAND for size in sizes[:-1])
 
 
 def test_the_first_layer_of_the_mnist_mlp_is_shared():
@@ -58,17 +64,24 @@ def test_integers_too():
 
 def _on(count, monkeypatch, calls):
     """Products as the tuner runs them at ``count`` threads: bands enabled, BLAS's own count
-    set to ``count`` (restored by ``_blas_count``), and every banded run recorded in ``calls``."""
+    set to ``count`` (restored by ``_blas_count``), and every banded run recorded in ``calls``
+    (on the chunk workers or in one batched BLAS call)."""
     monkeypatch.setattr(gemm_bands, "_enabled", True)
     monkeypatch.setattr(chunk_workers.threads, "active_threads", lambda: count)
     for lib in chunk_workers.workers.blas_libraries():
         lib.set_num_threads(count)
-    real_run = chunk_workers.ChunkWorkers.run
+    blas_batch.available()          # found (and its binding checked) before calls are counted
+    real_run, real_batch = chunk_workers.ChunkWorkers.run, blas_batch.Batch.__call__
 
     def counting(self, tasks, job, workers):
         calls.append(workers)
         return real_run(self, tasks, job, workers)
+
+    def batched(self, out, a, b, alpha=1.0, beta=0.0):     # on BLAS's threads: as many
+        calls.append(chunk_workers.workers.blas_libraries()[0].num_threads)
+        return real_batch(self, out, a, b, alpha, beta)
     monkeypatch.setattr(chunk_workers.ChunkWorkers, "run", counting)
+    monkeypatch.setattr(blas_batch.Batch, "__call__", batched)
 
 
 @pytest.fixture(autouse=True)
@@ -320,7 +333,9 @@ def test_a_route_is_decided_once_per_layout_and_kept_only_when_final(monkeypatch
     for _ in range(3):
         gemm_bands.matmul(out, a, b)
     assert len(decided) == 1
-    assert list(gemm_bands._routes.values()) == [(gemm_bands.BANDS, None)]
+    [(kind, batch)] = gemm_bands._routes.values()
+    assert kind == gemm_bands.BANDS
+    assert isinstance(batch, blas_batch.Batch) == blas_batch.available()   # one BLAS call
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
     gemm_bands.matmul(out, np.asfortranarray(a), b)          # another layout: decided again
     assert len(decided) == 2
