@@ -69,8 +69,8 @@ chain's do) saved 3 % of that ``predict`` on a quiet machine and doubled the ste
 The cost against OpenBLAS's own threads is that each band packs the other operand again:
 bands are therefore wide (``MIN_BAND`` rows or columns, or the narrow side in two halves),
 their number a power of two (equal work on 2 or 4 threads), and a product too small to share
-(``MIN_SPLIT_FLOPS``) runs whole on the calling thread. Products with leading (batch) dimensions are split along the first one
-instead, each matrix whole.
+(``MIN_SPLIT_FLOPS``) runs whole on the calling thread. Products with leading (batch)
+dimensions are split along the first one instead, each matrix whole.
 """
 from functools import lru_cache
 
@@ -85,7 +85,7 @@ NARROW_BAND = 32            # ... except that a side of 64 to 511 is cut in two
 MAX_BANDS = 16
 MIN_SPLIT_FLOPS = 2 << 20   # below ~20 us of one core's work a dispatch costs more than it wins
 _enabled = False            # set for good by the thread tuner: see the module docstring
-# ``_layout`` -> (kind, bounds): the route ``run`` decided for it (``_decide``)
+# ``_layout`` -> (kind, detail): the route ``run`` decided for it (``_decide``)
 _routes = {}
 WHOLE, BLOCKS, CUT, BANDS = "whole", "threaded blocks", "cut along k", "bands"
 SHORT_K = 16                # the shortest piece ``k_pieces`` tries: one block in both drivers
@@ -215,17 +215,18 @@ def _final(a, b):
 def _follow(route, out, a, b, product, piece, beta, alpha):
     """The product along its route: whole on BLAS's threads (``WHOLE``, or ``BLOCKS`` while
     BLAS has more than one thread: their bits), the threaded driver's blocks or a cut along
-    ``k`` (``k_pieces.run``), or the fixed bands."""
-    kind, bounds = route            # for BANDS, the prepared batched call or None
+    ``k`` (``k_pieces.run``), or the fixed bands (one batched BLAS call, or the chunk
+    workers)."""
+    kind, detail = route            # the blocks or cut's bounds; the bands' batched call
     if kind == WHOLE or (kind == BLOCKS and _blas_threads() > 1):
         product(out, a, b)
     elif kind == BANDS:
-        if bounds is not None:
-            bounds(out, a, b, alpha, beta)      # a blas_batch.Batch: one batched BLAS call
+        if detail is not None:
+            detail(out, a, b, alpha, beta)      # a blas_batch.Batch
         else:
             _bands(out, a, b, product)
     else:
-        k_pieces.run(out, a, b, bounds, piece, beta)
+        k_pieces.run(out, a, b, detail, piece, beta)
 
 
 def _decide(out, a, b, product, piece, beta):
@@ -234,8 +235,9 @@ def _decide(out, a, b, product, piece, beta):
     if _whole_is_invariant(out, a, b, product):
         return WHOLE, None
     one_band = out.ndim == 2 and len(band_plan(out.shape[0], out.shape[1], a.shape[-1])[1]) == 1
-    # too small to share: whole on one thread beats two BLAS calls on two (batch 32's first
-    # layer, 32x784 @ 784x128: fit's step 7 % slower cut along k)
+    # too small to share (under MIN_SPLIT_FLOPS, or a side under 2 * NARROW_BAND): whole on
+    # one thread beats two BLAS calls on two (cut along k, batch 32's first layer made fit's
+    # step 7 % slower when it was one band)
     if piece is None or one_band:
         return _in_bands(out, a, b, piece)
     blocks = _along_k(
