@@ -107,6 +107,7 @@ class Batch:
     def __init__(self, binding, out, a, b, axis, bounds):
         self.function, integer = binding
         self.count = count = len(bounds)
+        self.layout = (a.strides, b.strides, out.strides, a.shape, b.shape)
         self.dtype = out.dtype
         ints = np.int64 if integer is ctypes.c_int64 else np.int32
         fields = {name: np.empty(count, ints) for name in ("m", "n", "k", "lda", "ldb", "ldc")}
@@ -146,6 +147,10 @@ class Batch:
         # locals hold what BLAS reads until it returns (another thread may replace them)
         last, scales = self._last, self._scales
         if last[0] is not a or last[1] is not b or last[2] is not out:
+            if (a.strides, b.strides, out.strides, a.shape, b.shape) != self.layout:
+                raise ValueError(f"a Batch prepared for strides {self.layout[:3]} and shapes "
+                                 f"{self.layout[3:]} was given {a.strides}, {b.strides}, "
+                                 f"{out.strides} and {a.shape}, {b.shape}")
             array = self.offsets + np.array(
                 (a.ctypes.data, b.ctypes.data, out.ctypes.data), np.uint64)[:, None]
             last = (a, b, out, array.ctypes.data, array)

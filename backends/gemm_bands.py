@@ -90,6 +90,7 @@ _routes = {}
 WHOLE, BLOCKS, CUT, BANDS = "whole", "threaded blocks", "cut along k", "bands"
 SHORT_K = 16                # the shortest piece ``k_pieces`` tries: one block in both drivers
 SHORT = "short k"           # what ``thread_invariance`` keeps that check under
+BATCHED = "batched bands"   # ... and the check of the bands' batched call
 
 
 def enable():
@@ -263,7 +264,28 @@ def _in_bands(out, a, b, piece):
     batch = None
     if piece is not None and out.ndim == 2:
         batch = blas_batch.prepare(out, a, b, *band_plan(*out.shape, a.shape[1]))
+    if batch is not None and not _batch_is_invariant(out, a, b):
+        batch = None
     return BANDS, batch
+
+
+def _batch_is_invariant(out, a, b):
+    """Whether the batched call gives this product the same bits on every thread count:
+    OpenBLAS's batch driver runs each band with its serial driver, but that is its code, not
+    its contract (another BLAS's batch, or a later OpenBLAS's, may split a band over threads),
+    so it is checked once per shape and layout, as a whole product is
+    (``backends/thread_invariance.py``). Not from inside a worker that holds BLAS at one
+    thread (the check sets BLAS's count for everyone): the chunk workers run the bands this
+    time, and the route is not kept (``_final``)."""
+    verdict = thread_invariance.known(a, b, kind=BATCHED)
+    if verdict is None:
+        if workers.holds_blas_single_threaded():
+            return False
+        plan = band_plan(*out.shape, a.shape[1])
+        verdict = thread_invariance.invariant(       # on random operands of their own layout
+            out, a, b, lambda out_, a_, b_: blas_batch.prepare(out_, a_, b_, *plan)(out_, a_, b_),
+            workers.blas_libraries(), kind=BATCHED)
+    return verdict
 
 
 def _bands(out, a, b, product):

@@ -122,3 +122,14 @@ def test_one_batch_called_from_two_threads_at_once():
     for worker in workers:
         worker.join()
     assert not failures
+
+
+def test_operands_of_another_layout_are_refused_with_the_strides():
+    """A ``Batch`` holds leading dimensions and offsets for one layout: another would make BLAS
+    read outside the arrays, so it is an error, not a wrong product."""
+    a, b = _operands(np.random.default_rng(4), 256, 512, 300, np.float32, "")
+    out = np.empty((256, 512), np.float32)
+    batch = blas_batch.prepare(out, a, b, 1, ((0, 256), (256, 512)))
+    wider = np.empty((256, 600), np.float32)[:, :300]
+    with pytest.raises(ValueError, match=r"strides .*given \(2400, 4\)"):
+        batch(out, wider, b)

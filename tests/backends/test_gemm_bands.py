@@ -77,11 +77,22 @@ def _on(count, monkeypatch, calls):
         calls.append(workers)
         return real_run(self, tasks, job, workers)
 
+    checking, real_agreed = [], thread_invariance.agreed
+
     def batched(self, out, a, b, alpha=1.0, beta=0.0):     # on BLAS's threads: as many
-        calls.append(chunk_workers.workers.blas_libraries()[0].num_threads)
+        if not checking:                                    # not the batched call's check
+            calls.append(chunk_workers.workers.blas_libraries()[0].num_threads)
         return real_batch(self, out, a, b, alpha, beta)
+
+    def agreed(*args):
+        checking.append(1)
+        try:
+            return real_agreed(*args)
+        finally:
+            checking.pop()
     monkeypatch.setattr(chunk_workers.ChunkWorkers, "run", counting)
     monkeypatch.setattr(blas_batch.Batch, "__call__", batched)
+    monkeypatch.setattr(thread_invariance, "agreed", agreed)
 
 
 @pytest.fixture(autouse=True)
@@ -351,3 +362,37 @@ def test_a_route_is_decided_once_per_layout_and_kept_only_when_final(monkeypatch
     finally:
         workers.single_threaded_blas_end()
     assert gemm_bands._routes == {}
+
+
+def test_a_batched_call_whose_bits_follow_the_count_is_not_used(monkeypatch):
+    """The batched call's bits are checked once per layout, as a whole product's are: where
+    they follow BLAS's count (another BLAS's batch may split a band), the chunk workers run
+    the bands, with the same bits on 1 and 2 threads."""
+    if not blas_batch.available():
+        pytest.skip("numpy's BLAS has no batched GEMM")
+    monkeypatch.setattr(thread_invariance, "_verdicts", {})
+    monkeypatch.setattr(gemm_bands, "_routes", {})
+    monkeypatch.setattr(gemm_bands, "_whole_is_invariant", lambda *args: False)
+    monkeypatch.setattr(gemm_bands, "_along_k", lambda *args: None)
+    real = blas_batch.prepare
+
+    def count_dependent(*args):
+        batch = real(*args)
+
+        def run(out, a, b, alpha=1.0, beta=0.0):
+            batch(out, a, b, alpha, beta)
+            out += np.float32(1e-6) * chunk_workers.workers.blas_libraries()[0].num_threads
+        return run
+    monkeypatch.setattr(blas_batch, "prepare", count_dependent)
+    a, b = _operands(np.random.default_rng(8), (256, 784), (784, 512))
+    results = []
+    for count in (1, 2):
+        calls = []
+        _on(count, monkeypatch, calls)
+        out = np.empty((256, 512), np.float32)
+        gemm_bands.matmul(out, a, b)
+        results.append(out)
+        assert calls == [count]                         # on the chunk workers
+        assert list(gemm_bands._routes.values()) == [(gemm_bands.BANDS, None)]
+    assert thread_invariance.known(a, b, gemm_bands.BATCHED) is False
+    np.testing.assert_array_equal(results[0], results[1])
