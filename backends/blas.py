@@ -33,38 +33,43 @@ def blas_paths():
     return [lib["filepath"] for lib in threadpool_info() if lib.get("user_api") == "blas"]
 
 
-def _bind(path):
-    """{dtype: function} for the library at ``path`` ({} when it has no usable cblas gemm)."""
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError:
-        return {}
-    for prefix, suffix, integer in NAMES:
-        found = {}
-        for dtype, letter, scalar in ((np.float32, "s", ctypes.c_float),
-                                      (np.float64, "d", ctypes.c_double)):
-            fn = getattr(lib, f"{prefix}cblas_{letter}gemm{suffix}", None)
-            if fn is None:
-                break
-            fn.restype = None
-            fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, integer, integer, integer,
-                           scalar, ctypes.c_void_p, integer, ctypes.c_void_p, integer,
-                           scalar, ctypes.c_void_p, integer]
-            found[np.dtype(dtype)] = fn
-        if len(found) == 2:
-            return found
+def bind(name, declare, works):
+    """{dtype: binding} of ``cblas_?<name>`` for float32 and float64 in the first of numpy's
+    BLAS libraries that has both under one of ``NAMES`` and where ``works(found)`` holds
+    ({} where none does). ``declare(function, integer, scalar)`` sets the function's ctypes
+    types for the library's integer and the dtype's scalar, and returns what to keep."""
+    for path in blas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix, integer in NAMES:
+            found = {}
+            for dtype, letter, scalar in ((np.float32, "s", ctypes.c_float),
+                                          (np.float64, "d", ctypes.c_double)):
+                function = getattr(lib, f"{prefix}cblas_{letter}{name}{suffix}", None)
+                if function is None:
+                    break
+                function.restype = None
+                found[np.dtype(dtype)] = declare(function, integer, scalar)
+            if len(found) == 2:
+                if works(found):
+                    return found
+                break                       # this library's binding computes wrong
     return {}
+
+
+def _declare_gemm(function, integer, scalar):
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, integer, integer, integer,
+                         scalar, ctypes.c_void_p, integer, ctypes.c_void_p, integer,
+                         scalar, ctypes.c_void_p, integer]
+    return function
 
 
 def _functions_found():
     global _functions
     if _functions is None:
-        _functions = {}
-        for path in blas_paths():
-            found = _bind(path)
-            if found and _works(found):
-                _functions = found
-                break
+        _functions = bind("gemm", _declare_gemm, _works)
     return _functions
 
 

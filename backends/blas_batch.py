@@ -30,36 +30,17 @@ _functions = None           # {dtype: ctypes function}, found on first use
 SMALL = 100 ** 3            # multiply-adds: OpenBLAS's batched small-matrix route, never taken
 
 
-def _bind(path):
-    """{dtype: function} for the library at ``path`` ({} when it has no batched GEMM under a
-    name ``blas.NAMES`` gives the plain one)."""
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError:
-        return {}
-    for prefix, suffix, integer in blas.NAMES:
-        found = {}
-        for dtype, letter in ((np.float32, "s"), (np.float64, "d")):
-            fn = getattr(lib, f"{prefix}cblas_{letter}gemm_batch{suffix}", None)
-            if fn is None:
-                break
-            fn.restype = None
-            fn.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 13 + [integer, ctypes.c_void_p]
-            found[np.dtype(dtype)] = (fn, integer)
-        if len(found) == 2:
-            return found
-    return {}
+def _declare(function, integer, scalar):
+    """The batched GEMM's ctypes types: the order, thirteen arrays (flags, sizes, scales,
+    pointers, leading dimensions), the group count and the group sizes."""
+    function.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 13 + [integer, ctypes.c_void_p]
+    return function, integer
 
 
 def _functions_found():
     global _functions
     if _functions is None:
-        _functions = {}
-        for path in blas.blas_paths():
-            found = _bind(path)
-            if found and _works(found):
-                _functions = found
-                break
+        _functions = blas.bind("gemm_batch", _declare, _works)
     return _functions
 
 

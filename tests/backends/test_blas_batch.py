@@ -9,8 +9,9 @@ import pytest
 
 from hiapi.backends import blas, blas_batch, chunk_workers
 
-pytestmark = pytest.mark.skipif(not blas_batch.available(),
-                                reason="numpy's BLAS has no batched GEMM (not OpenBLAS >= 0.3.27)")
+pytestmark = [pytest.mark.skipif(not blas_batch.available(),
+                                 reason="numpy's BLAS has no batched GEMM (not OpenBLAS >= 0.3.27)"),
+              pytest.mark.usefixtures("blas_count_restored")]
 
 
 def _operands(rng, m, n, k, dtype, transpose):
@@ -21,15 +22,6 @@ def _operands(rng, m, n, k, dtype, transpose):
 
 def _blas_threads(count):
     for lib in chunk_workers.workers.blas_libraries():
-        lib.set_num_threads(count)
-
-
-@pytest.fixture(autouse=True)
-def _blas_count():
-    libraries = chunk_workers.workers.blas_libraries()
-    saved = [lib.num_threads for lib in libraries]
-    yield
-    for lib, count in zip(libraries, saved):
         lib.set_num_threads(count)
 
 

@@ -36,6 +36,9 @@ def test_the_first_layer_of_the_mnist_mlp_is_shared():
     assert len(gemm_bands.band_plan(784, 512, 128)[1]) == 2
 
 
+pytestmark = pytest.mark.usefixtures("blas_count_restored")
+
+
 def _operands(rng, a_shape, b_shape, dtype=np.float32, transpose=""):
     a = rng.standard_normal(a_shape[::-1] if "a" in transpose else a_shape).astype(dtype)
     b = rng.standard_normal(b_shape[::-1] if "b" in transpose else b_shape).astype(dtype)
@@ -64,7 +67,7 @@ def test_integers_too():
 
 def _on(count, monkeypatch, calls):
     """Products as the tuner runs them at ``count`` threads: bands enabled, BLAS's own count
-    set to ``count`` (restored by ``_blas_count``), and every banded run recorded in ``calls``
+    set to ``count`` (restored by ``blas_count_restored``), and every banded run recorded in ``calls``
     (on the chunk workers or in one batched BLAS call)."""
     monkeypatch.setattr(gemm_bands, "_enabled", True)
     monkeypatch.setattr(chunk_workers.threads, "active_threads", lambda: count)
@@ -93,16 +96,6 @@ def _on(count, monkeypatch, calls):
     monkeypatch.setattr(chunk_workers.ChunkWorkers, "run", counting)
     monkeypatch.setattr(blas_batch.Batch, "__call__", batched)
     monkeypatch.setattr(thread_invariance, "agreed", agreed)
-
-
-@pytest.fixture(autouse=True)
-def _blas_count():
-    """Every test leaves BLAS's thread count as it found it."""
-    libraries = chunk_workers.workers.blas_libraries()
-    saved = [lib.num_threads for lib in libraries]
-    yield
-    for lib, count in zip(libraries, saved):
-        lib.set_num_threads(count)
 
 
 # the products of a Dense layer 784 -> 512 at batch 128: forward, input and kernel gradients
