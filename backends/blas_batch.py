@@ -5,28 +5,30 @@ each band is one single-threaded BLAS call. Run on hiapi's chunk workers, every 
 for handing its bands to a pool thread (a futex wake-up, 60-90 us on a 2-core AMD EPYC VM),
 for setting BLAS to one thread and back (10-15 us), and for Python's futures around them: 5-9 %
 of a batch-256 ``predict`` over the product whole (docs/performance.md, the eighth round).
-OpenBLAS (0.3.27 and later: numpy's wheels bundle it) has ``cblas_?gemm_batch``, which runs a
-list of products each with its serial driver (``driver/level3/gemm_batch_thread.c``: one
-product per thread, never split) and hands them to the same threads and the same wake-up a
-whole product uses. So each band is computed by the same serial call on 1 thread or on 2, the
-bits of the pool's bands (tested), and the hand-over is BLAS's own.
+Recent OpenBLAS (numpy's wheels bundle 0.3.31) has ``cblas_?gemm_batch``, which runs a list
+of products each with its serial driver (``driver/level3/gemm_batch_thread.c``: one product
+per thread, never split) and hands them to the same threads and the same wake-up a whole
+product uses. So each band is computed by the same serial call on 1 thread or on 2, the bits
+of the pool's bands (tested), and the hand-over is BLAS's own. That is the driver's code, not
+its contract, so ``gemm_bands`` checks it once per shape and layout before using a batch.
 
 One trap in that driver: a product of at most ``SMALL`` multiply-adds goes to OpenBLAS's
 small-matrix kernels, and in numpy's DYNAMIC_ARCH build (0.3.31) the batched interface calls
 that kernel's table offset as if it were its address: a segmentation fault (the plain
-``cblas_?gemm`` looks the address up). So ``fits`` keeps every band above that size; the bands
-of ``gemm_bands`` are (``MIN_SPLIT_FLOPS``), a single band may not be.
+``cblas_?gemm`` looks the address up). So ``prepare`` refuses a band of that size; the bands
+of ``gemm_bands`` are larger (``MIN_SPLIT_FLOPS``), a single band may not be.
 
 A binding is used only after it computed a batch right (checked once against ``matmul``);
 without one (another BLAS, an older OpenBLAS), ``available()`` is False and the bands run on
 the chunk workers as before.
 """
 import ctypes
+
 import numpy as np
 
 from hiapi.backends import blas
 
-_functions = None           # {dtype: ctypes function}, found on first use
+_functions = None           # {dtype: (ctypes function, its integer type)}, found on first use
 SMALL = 100 ** 3            # multiply-adds: OpenBLAS's batched small-matrix route, never taken
 
 
