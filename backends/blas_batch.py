@@ -23,6 +23,7 @@ without one (another BLAS, an older OpenBLAS), ``available()`` is False and the 
 the chunk workers as before.
 """
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -111,7 +112,8 @@ class Batch:
                                                               (part_out, out)))
             fields["m"][i], fields["k"][i], fields["n"][i] = part_a[0], part_a[1], part_b[1]
         self._scales = (None, None, None, None)   # alpha, beta, their array's address, it
-        self._last = (None, None, None, None)     # a, b, out, their bands' pointers, those
+        gone = weakref.ref(_Gone())                 # a dead reference: nothing is ``last``
+        self._last = (gone, gone, gone, None, None)  # refs to a, b, out; their bands' pointers
         self.row, self.scale_row = 8 * count, out.itemsize * count   # bytes to the next array
         sizes = np.ones(count, ints)
         self._keep = (fields, flags, sizes)       # the arrays the addresses below point into
@@ -124,19 +126,20 @@ class Batch:
         """``out = alpha * a @ b + beta * out``, band by band (operands of the prepared
         layout). Safe from several threads at once (the conv chunks' products share
         layouts): what a call reads from ``self`` is replaced whole, never changed. The band
-        pointers of the last operands are kept with the operands themselves (so their
-        memory, and what ``is`` compares, stays theirs): a compiled step passes the same
-        buffers call after call, and asking numpy for an address costs 3 us here."""
+        pointers of the last operands are kept with weak references to them: a compiled
+        step passes the same buffers call after call, and asking numpy for an address costs
+        3 us here; a live reference that ``is`` the operand is that array, with that memory,
+        and the routes (kept for the process) do not keep a deleted model's arrays alive."""
         # locals hold what BLAS reads until it returns (another thread may replace them)
         last, scales = self._last, self._scales
-        if last[0] is not a or last[1] is not b or last[2] is not out:
+        if last[0]() is not a or last[1]() is not b or last[2]() is not out:
             if (a.strides, b.strides, out.strides, a.shape, b.shape) != self.layout:
                 raise ValueError(f"a Batch prepared for strides {self.layout[:3]} and shapes "
                                  f"{self.layout[3:]} was given {a.strides}, {b.strides}, "
                                  f"{out.strides} and {a.shape}, {b.shape}")
             array = self.offsets + np.array(
                 (a.ctypes.data, b.ctypes.data, out.ctypes.data), np.uint64)[:, None]
-            last = (a, b, out, array.ctypes.data, array)
+            last = (weakref.ref(a), weakref.ref(b), weakref.ref(out), array.ctypes.data, array)
             self._last = last
         pointers = last[3]
         if scales[0] != alpha or scales[1] != beta:
@@ -147,3 +150,7 @@ class Batch:
         self.function(blas.ROW_MAJOR, *self.flags, scales[2], pointers, lda,
                       pointers + self.row, ldb, scales[2] + self.scale_row, pointers +
                       2 * self.row, ldc, self.count, self.sizes)
+
+
+class _Gone:
+    """Something to hold a weak reference to that dies at once (a ``Batch``'s first call)."""

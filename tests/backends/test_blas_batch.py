@@ -125,3 +125,19 @@ def test_operands_of_another_layout_are_refused_with_the_strides():
     wider = np.empty((256, 600), np.float32)[:, :300]
     with pytest.raises(ValueError, match=r"strides .*given \(2400, 4\)"):
         batch(out, wider, b)
+
+
+def test_a_batch_does_not_keep_its_last_operands_alive():
+    """Routes are kept for the process: a deleted model's weights and buffers must go."""
+    import gc
+    import weakref
+    a, b = _operands(np.random.default_rng(5), 256, 512, 300, np.float32, "")
+    out = np.empty((256, 512), np.float32)
+    batch = blas_batch.prepare(out, a, b, 1, ((0, 256), (256, 512)))
+    batch(out, a, b)
+    batch(out, a, b)                                    # the kept pointers, again
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
+    gone = [weakref.ref(x) for x in (a, b, out)]
+    del a, b, out
+    gc.collect()
+    assert all(ref() is None for ref in gone)
