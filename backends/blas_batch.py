@@ -98,22 +98,20 @@ class Batch:
         flags = np.empty((2, count), np.int32)
         self.offsets = np.zeros((3, count), np.uint64)
         for i, (start, stop) in enumerate(bounds):
-            if axis == 0:
-                part_a, part_b = (stop - start, a.shape[1]), b.shape
-                part_out = (stop - start, out.shape[1])
-                self.offsets[0, i], self.offsets[2, i] = start * a.strides[0], start * out.strides[0]
-            else:
-                part_a, part_b = a.shape, (b.shape[0], stop - start)
-                part_out = (out.shape[0], stop - start)
-                self.offsets[1, i], self.offsets[2, i] = start * b.strides[1], start * out.strides[1]
+            width = stop - start
+            if axis == 0:           # rows of a and out
+                part_a, part_b, part_out = (width, a.shape[1]), b.shape, (width, out.shape[1])
+            else:                   # columns of b and out
+                part_a, part_b, part_out = a.shape, (b.shape[0], width), (out.shape[0], width)
+            self.offsets[axis, i] = start * (a, b)[axis].strides[axis]
+            self.offsets[2, i] = start * out.strides[axis]
             (flags[0, i], fields["lda"][i]), (flags[1, i], fields["ldb"][i]), \
                 (_, fields["ldc"][i]) = (blas.layout_of(shape, array.strides, array.itemsize)
                                          for shape, array in ((part_a, a), (part_b, b),
                                                               (part_out, out)))
             fields["m"][i], fields["k"][i], fields["n"][i] = part_a[0], part_a[1], part_b[1]
         self._scales = (None, None, None, None)   # alpha, beta, their array's address, it
-        gone = weakref.ref(_Gone())                 # a dead reference: nothing is ``last``
-        self._last = (gone, gone, gone, None, None)  # refs to a, b, out; their bands' pointers
+        self._last = (_nothing,) * 3 + (None, None)   # refs to a, b, out; their bands' pointers
         self.row, self.scale_row = 8 * count, out.itemsize * count   # bytes to the next array
         sizes = np.ones(count, ints)
         self._keep = (fields, flags, sizes)       # the arrays the addresses below point into
@@ -152,5 +150,7 @@ class Batch:
                       2 * self.row, ldc, self.count, self.sizes)
 
 
-class _Gone:
-    """Something to hold a weak reference to that dies at once (a ``Batch``'s first call)."""
+def _nothing():
+    """What a dead weak reference returns: before a ``Batch``'s first call, no operand is
+    its last."""
+    return None

@@ -124,6 +124,8 @@ def _deferred(method, fn):
     """``fn`` (``update_state``, ``reset_state`` or ``result``), which inside a traced custom
     step is recorded and made on the host after each run (``hiapi.graph.step_recording``);
     a built-in metric's per-batch statistics are computed in the step itself."""
+    outside = eager_tape.outside(fn)
+
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         record = step_recording.active()
@@ -131,7 +133,7 @@ def _deferred(method, fn):
             # in an eager tape's block: host state, updated now with the values (computed
             # for the purpose) of the block's tensors, as TensorFlow's eager metrics are
             values = tree.map_structure(_value_now, (args, kwargs))
-            return eager_tape.outside(fn)(self, *values[0], **values[1])
+            return outside(self, *values[0], **values[1])
         if record is None or (method == "update_state" and
                               not is_symbolic(*args, *kwargs.values())):
             return fn(self, *args, **kwargs)

@@ -56,15 +56,20 @@ def test_a_layer_of_another_shape_is_named_or_skipped():
     x = layers.Flatten(name="flatten")(x)
     x = layers.Dense(7, activation="relu", name="hidden")(x)       # 5 in the file
     other = hiapi.Model(inputs, layers.Dense(3, name="logits")(x))
+    before = other.get_weights()
     with pytest.raises(ValueError, match=r"'hidden' in the model.*weight 'hidden/kernel' has "
                                          r"shape \(64, 7\), the file holds shape \(64, 5\)"):
         other.load_weights(DATA / "keras" / "legacy_weights.h5")
+    for a, b in zip(before, other.get_weights()):       # matched first: nothing assigned
+        np.testing.assert_array_equal(a, b)
     with pytest.warns(UserWarning, match="skipped"):
         other.load_weights(DATA / "keras" / "legacy_weights.h5", skip_mismatch=True)
     reference = model()
     reference.load_weights(DATA / "keras" / "legacy_weights.h5")
     np.testing.assert_array_equal(other.get_layer("conv").kernel.numpy(),
                                   reference.get_layer("conv").kernel.numpy())
+    # 'logits': its kernel does not fit (7 inputs), its bias would; the layer is left whole
+    np.testing.assert_array_equal(other.get_layer("logits").bias.numpy(), before[-1])
 
 
 def test_load_model_on_a_keras_2_file_says_what_to_do():

@@ -14,7 +14,9 @@ Keras matches them to the model in one of two ways, and so does this:
   others are left as they are.
 
 A layer whose weight count or shapes differ is an error naming both sides, or with
-``skip_mismatch=True`` a warning and the layer left as it is. Only the weights are read: the
+``skip_mismatch=True`` a warning and the layer left as it is, all of it. Every layer is
+matched before any weight is assigned, as Keras does, so an error leaves the model as it
+was. Only the weights are read: the
 architecture in a whole-model file is Keras 2's config format, which ``load_model`` does not
 read (build the model in code and call ``load_weights``).
 """
@@ -38,10 +40,9 @@ def load(file, model, filepath, by_name=False, skip_mismatch=False) -> None:
             _attribute(group["top_level_model_weights"], "weight_names"):
         raise ValueError(f"load_weights: {filepath} holds weights of the model itself (not of "
                          f"a layer), which hiapi's models do not have")
-    if by_name:
-        _load_by_name(saved, model, filepath, skip_mismatch)
-    else:
-        _load_in_order(saved, model, filepath, skip_mismatch)
+    match = _match_by_name if by_name else _match_in_order
+    for variable, value in match(saved, model, filepath, skip_mismatch):
+        variable.assign(value.astype(variable.dtype, copy=False))
 
 
 def refuse_options(filepath, layout, by_name, skip_mismatch):
@@ -52,7 +53,8 @@ def refuse_options(filepath, layout, by_name, skip_mismatch):
                          f"'.h5' files; {filepath} is {layout}")
 
 
-def _load_in_order(saved, model, filepath, skip_mismatch):
+def _match_in_order(saved, model, filepath, skip_mismatch):
+    """(variable, value) pairs: the file's layers with weights against the model's, in order."""
     saved = [(name, values) for name, values in saved if values]
     layers = [layer for layer in model.layers if _legacy_weights(layer)]
     if len(saved) != len(layers):
@@ -62,32 +64,36 @@ def _load_in_order(saved, model, filepath, skip_mismatch):
             f"{len(layers)} layers with weights "
             f"({', '.join(layer.name for layer in layers)}); load with by_name=True to match "
             f"layers by name instead of by order")
+    pairs = []
     for index, ((name, values), layer) in enumerate(zip(saved, layers)):
-        _assign(layer, values, f"layer #{index} ({layer.name!r} in the model, {name!r} in "
-                               f"{filepath})", skip_mismatch)
+        pairs += _pairs(layer, values, f"layer #{index} ({layer.name!r} in the model, "
+                                       f"{name!r} in {filepath})", skip_mismatch)
+    return pairs
 
 
-def _load_by_name(saved, model, filepath, skip_mismatch):
+def _match_by_name(saved, model, filepath, skip_mismatch):
+    """(variable, value) pairs: each file layer against the model's layers of its name."""
     by_name = {}
     for layer in model.layers:
         by_name.setdefault(layer.name, []).append(layer)
-    for name, values in saved:
-        for layer in by_name.get(name, []):
-            _assign(layer, values, f"layer {name!r} of {filepath}", skip_mismatch)
+    return [pair for name, values in saved for layer in by_name.get(name, [])
+            for pair in _pairs(layer, values, f"layer {name!r} of {filepath}", skip_mismatch)]
 
 
-def _assign(layer, values, where, skip_mismatch):
+def _pairs(layer, values, where, skip_mismatch):
+    """The layer's (variable, value) pairs, or none when a count or a shape differs (an
+    error, or with ``skip_mismatch`` a warning: the layer is left whole as it is)."""
     variables = _legacy_weights(layer)
     if len(values) != len(variables):
         _mismatch(f"{where} holds {len(values)} weights, the layer has {len(variables)}",
                   skip_mismatch)
-        return
+        return []
     for variable, value in zip(variables, values):
-        if tuple(value.shape) == tuple(variable.shape):
-            variable.assign(value.astype(variable.dtype, copy=False))
-        else:
+        if tuple(value.shape) != tuple(variable.shape):
             _mismatch(f"{where}: weight {variable.name!r} has shape {tuple(variable.shape)}, "
                       f"the file holds shape {tuple(value.shape)}", skip_mismatch)
+            return []
+    return list(zip(variables, values))
 
 
 def _mismatch(what, skip_mismatch):
